@@ -1,0 +1,84 @@
+#pragma once
+// sqlock::client: the entry point. One per database.
+
+#include <sqlock/lease.hpp>
+#include <sqlock/options.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace sqlock {
+
+namespace detail {
+class client_impl;
+}
+
+// Waiting "forever" for acquire(); any timeout at least this long never expires.
+inline constexpr std::chrono::milliseconds wait_forever = std::chrono::milliseconds::max();
+
+// Counters since the client was opened.
+struct client_stats {
+    std::uint64_t acquisitions = 0;       // grants, not counting reentrant ones
+    std::uint64_t contention_misses = 0;  // attempts that found the key held
+    std::uint64_t releases = 0;
+    std::uint64_t renewals = 0;
+    std::uint64_t leases_lost = 0;
+    std::uint64_t statements = 0;         // statements sent to the database
+};
+
+// What the database says about one key right now.
+struct lock_info {
+    std::string key;
+    bool held = false;                 // a valid lease or a row lock holds it
+    std::string owner;                 // lease owner ("" when free or held by select_for_update)
+    std::string mode;                  // mode of the lease holder, "select_for_update", or ""
+    std::int64_t token = 0;            // last token granted for the key (0: never granted)
+    std::string holder;                // host:pid:thread of the lease holder
+    std::string note;
+    std::chrono::milliseconds expires_in{0};  // by database time; 0 when not a live lease
+};
+
+// A connection to one database holding sqlock's tables. Safe for concurrent
+// use from many threads; copies share the same connections and state.
+class client {
+public:
+    // Opens (lazily connects) a client. URL forms (see docs/urls.md):
+    //   postgresql://user:pass@host:port/db?params  (libpq URI rules; also postgres://)
+    //   mysql://user:pass@host:port/db, mysql://user:pass@localhost/db?socket=/path (also mariadb://)
+    //   sqlite:relative/path.db, sqlite:/abs/path.db, sqlite:///abs/path.db
+    // Throws config_error for a malformed URL or a backend left out of this build,
+    // connection_error when the database cannot be reached.
+    static client open(std::string_view url, client_options options = {});
+
+    // Creates or upgrades sqlock's tables. Idempotent; safe when several
+    // processes run it at once.
+    void migrate();
+    // Version of the schema in the database (0 when absent).
+    int schema_version();
+    // Version this library needs; migrate() brings the database to it.
+    int required_schema_version() const;
+
+    // Takes the key if it is free (or expired); an empty optional when it is held.
+    std::optional<lease> try_acquire(std::string_view key, const lock_options& options = {});
+    // Waits up to timeout (wait_forever: no limit) for the key, backing off
+    // with jitter bounded by the holder's remaining lease. Throws timeout_error.
+    lease acquire(std::string_view key, std::chrono::milliseconds timeout,
+                  const lock_options& options = {});
+
+    // Reads the key's state without changing it.
+    lock_info inspect(std::string_view key);
+
+    client_stats stats() const;
+    // The dialect in use: "postgres", "mysql" or "sqlite".
+    std::string_view dialect() const;
+
+private:
+    explicit client(std::shared_ptr<detail::client_impl> impl);
+    std::shared_ptr<detail::client_impl> impl_;
+};
+
+}  // namespace sqlock

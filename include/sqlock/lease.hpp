@@ -1,0 +1,63 @@
+#pragma once
+// sqlock::lease: proof of holding one key.
+
+#include <sqlock/options.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace sqlock {
+
+namespace detail {
+struct grant;
+class client_impl;
+}
+
+// A held key. Move-only; releases the key when destroyed (never throwing:
+// failures there are logged). A lease may be used from any thread, but not
+// from two threads at once without external synchronization.
+class lease {
+public:
+    lease(lease&& other) noexcept;
+    lease& operator=(lease&& other) noexcept;
+    lease(const lease&) = delete;
+    lease& operator=(const lease&) = delete;
+    ~lease();
+
+    const std::string& key() const;
+    // Random id of this acquisition (32 hex digits); never reused.
+    const std::string& owner() const;
+    // Fencing token: strictly larger than every earlier grant of this key.
+    // Pass it to the resource you protect and have it reject smaller ones.
+    std::int64_t token() const;
+    sqlock::mode mode() const;
+
+    // True once the lease is known to be lost, or once its local deadline
+    // (last confirmed grant or renewal + lease - safety margin, on the
+    // monotonic clock) has passed. A lost lease stays lost.
+    bool lost() const;
+    // Throws lease_lost_error when lost() is true.
+    void check() const;
+
+    // Extends the lease by its length, by database time. Returns false (and
+    // the lease becomes lost) when the key is no longer held by this owner.
+    // For select_for_update, checks that the holding connection is alive.
+    // Throws connection_error / db_error when the database cannot answer.
+    bool renew();
+
+    // Gives the key up. Idempotent. A reentrant lease gives it up when the
+    // last lease sharing its grant is released. Releasing a lost lease does
+    // nothing to the key's new holder. Throws connection_error / db_error.
+    void release();
+
+private:
+    friend class detail::client_impl;
+    explicit lease(std::shared_ptr<detail::grant> g);
+    void release_quietly() noexcept;
+    std::shared_ptr<detail::grant> grant_;
+    bool released_ = false;
+};
+
+}  // namespace sqlock

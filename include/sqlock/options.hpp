@@ -1,0 +1,75 @@
+#pragma once
+// Options for a client and for one acquisition. Plain aggregates: use
+// designated initializers, e.g. {.mode = sqlock::mode::unique_insert, .lease = 10s}.
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+
+namespace spdlog {
+class logger;
+}
+
+namespace sqlock {
+
+// How a key is held. All three share one table and one fencing counter per key,
+// so they exclude each other and tokens grow across modes.
+enum class mode {
+    // The key's row is inserted on acquire and deleted on release; an expired
+    // row may be taken over. Simple to read, but every cycle inserts and
+    // deletes a row (table churn, dead tuples on PostgreSQL).
+    unique_insert,
+    // The key's row stays; acquire sets its owner and expiry with one
+    // conditional upsert, release clears the owner. Update-in-place (HOT on
+    // PostgreSQL). The default.
+    conditional_update,
+    // The key's row is locked with SELECT ... FOR UPDATE in a transaction kept
+    // open on a dedicated connection until release; the server frees it when
+    // that connection dies. Pins one connection per held key; does not work
+    // through a transaction-pooling proxy; not available on SQLite.
+    select_for_update,
+};
+
+// Returns "unique_insert", "conditional_update" or "select_for_update".
+const char* to_string(mode m) noexcept;
+
+// Options for one acquisition.
+struct lock_options {
+    sqlock::mode mode = mode::conditional_update;
+    // Lease length, measured by the database clock. Must be positive.
+    // For select_for_update it bounds how long a holder that dies right after
+    // acquiring can keep the key; afterwards the row lock alone holds it.
+    std::chrono::milliseconds lease{std::chrono::seconds(30)};
+    // Free text stored beside the lock for people to read (at most 1024 bytes of UTF-8).
+    std::string note;
+    // A thread that already holds the key through the same client gets the
+    // same grant back (same owner and token) instead of contending with itself.
+    bool reentrant = true;
+    // How long before the database's expiry the client itself treats the lease
+    // as lost (lease::lost()). Zero means a tenth of the lease.
+    std::chrono::milliseconds safety_margin{0};
+};
+
+// Options for a client. Defaults suit most applications.
+struct client_options {
+    // Prefix of every table and object sqlock creates; a lower-case SQL
+    // identifier ([a-z_][a-z0-9_]*, at most 40 bytes). See docs/migrations.md
+    // for hand-applied migrations with a custom prefix.
+    std::string table_prefix = "sqlock_";
+    // Connections kept open for lease operations (select_for_update holders
+    // use connections of their own beyond these).
+    std::size_t pool_size = 4;
+    // Bound on establishing a connection.
+    std::chrono::milliseconds connect_timeout{std::chrono::seconds(5)};
+    // Server-side bound on one statement; also the client-side network read bound.
+    std::chrono::milliseconds statement_timeout{std::chrono::seconds(10)};
+    // How long a lease statement waits for a row lock held by a concurrent
+    // select_for_update holder before the attempt counts as contention.
+    // MySQL/MariaDB round this up to whole seconds.
+    std::chrono::milliseconds row_lock_timeout{std::chrono::milliseconds(200)};
+    // Where sqlock logs. Null means the logger named "sqlock" (created if absent).
+    std::shared_ptr<spdlog::logger> logger;
+};
+
+}  // namespace sqlock

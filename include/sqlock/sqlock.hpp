@@ -1,0 +1,8 @@
+#pragma once
+// Everything an application needs: #include <sqlock/sqlock.hpp>
+
+#include <sqlock/client.hpp>
+#include <sqlock/errors.hpp>
+#include <sqlock/lease.hpp>
+#include <sqlock/mutex.hpp>
+#include <sqlock/options.hpp>

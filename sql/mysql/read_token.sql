@@ -1,0 +1,1 @@
+SELECT token FROM sqlock_fences WHERE lock_key = ?

@@ -1,0 +1,1 @@
+SELECT to_regclass('sqlock_schema_version') IS NOT NULL

@@ -1,0 +1,353 @@
+#include "core/client_impl.hpp"
+#include "core/validate.hpp"
+
+#include <sqlock/client.hpp>
+#include <sqlock/errors.hpp>
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <limits>
+#include <random>
+
+namespace sqlock {
+
+const char* to_string(mode m) noexcept {
+    switch (m) {
+        case mode::unique_insert: return "unique_insert";
+        case mode::conditional_update: return "conditional_update";
+        case mode::select_for_update: return "select_for_update";
+    }
+    return "unknown";
+}
+
+namespace detail {
+namespace {
+
+std::shared_ptr<spdlog::logger> default_logger() {
+    // Never touch the application's default logger; share one named "sqlock".
+    static std::mutex mu;
+    std::lock_guard lock(mu);
+    if (auto existing = spdlog::get("sqlock")) return existing;
+    return spdlog::stderr_color_mt("sqlock");
+}
+
+std::unique_ptr<dialect> make_dialect(const url_parts& url, const dialect_context& ctx) {
+    if (url.scheme == "postgres") return make_postgres(url, ctx);
+    if (url.scheme == "mysql") return make_mysql(url, ctx);
+    return make_sqlite(url, ctx);
+}
+
+std::string dialect_dir(const url_parts& url) { return url.scheme; }
+
+}  // namespace
+
+client_impl::client_impl(const url_parts& url, client_options options)
+    : options_(std::move(options)),
+      log_(options_.logger ? options_.logger : default_logger()),
+      sql_(dialect_dir(url), options_.table_prefix) {
+    ctx_.redacted_url = redact_url(url.raw);
+    ctx_.options = options_;
+    ctx_.sql = &sql_;
+    ctx_.statements = &statements;
+    dialect_ = make_dialect(url, ctx_);
+}
+
+std::unique_ptr<session> client_impl::take_session(bool fresh, bool* reused) {
+    if (!fresh) {
+        std::lock_guard lock(pool_mu_);
+        if (!idle_.empty()) {
+            auto s = std::move(idle_.back());
+            idle_.pop_back();
+            if (reused) *reused = true;
+            return s;
+        }
+    }
+    if (reused) *reused = false;
+    return dialect_->connect();
+}
+
+void client_impl::put_back(std::unique_ptr<session> s) {
+    std::lock_guard lock(pool_mu_);
+    if (idle_.size() < options_.pool_size) idle_.push_back(std::move(s));
+}
+
+void client_impl::drop_idle() {
+    std::vector<std::unique_ptr<session>> dead;
+    {
+        std::lock_guard lock(pool_mu_);
+        dead.swap(idle_);
+    }
+}  // closed outside the pool mutex
+
+void client_impl::check_schema() {
+    if (schema_checked_.load(std::memory_order_acquire)) return;
+    int have = with_session([](session& s) { return s.schema_version(); });
+    int need = sql_.latest_version();
+    if (have < need)
+        throw schema_error("sqlock schema in " + ctx_.redacted_url + " is at version " + std::to_string(have) +
+                           " but this library needs " + std::to_string(need) +
+                           " (table prefix '" + sql_.prefix() + "'): run client.migrate(), `sqlock migrate`, "
+                           "or apply migrations/" + std::string(dialect_->name()) + "/ by hand");
+    schema_checked_.store(true, std::memory_order_release);
+}
+
+std::shared_ptr<grant> client_impl::find_reentrant(std::string_view key) {
+    std::lock_guard lock(held_mu_);
+    auto it = held_.find(std::make_pair(std::this_thread::get_id(), std::string(key)));
+    if (it == held_.end()) return nullptr;
+    auto g = it->second.lock();
+    if (!g) {
+        held_.erase(it);
+        return nullptr;
+    }
+    std::lock_guard glock(g->mu);
+    if (g->released || g->lost.load() || steady_now_ns() >= g->deadline_ns.load()) return nullptr;
+    ++g->depth;
+    return g;
+}
+
+client_impl::attempt client_impl::try_grant(std::string_view key, const lock_options& options,
+                                            bool want_remaining) {
+    validate_key(key);
+    validate_lock_options(options);
+    if (options.mode == mode::select_for_update && !dialect_->supports_row_locks())
+        throw config_error(std::string("select_for_update needs row locks, which ") +
+                           std::string(dialect_->name()) +
+                           " does not have (it locks the whole database file): use conditional_update or "
+                           "unique_insert");
+    check_schema();
+    if (options.reentrant) {
+        if (auto g = find_reentrant(key)) return {lease(std::move(g)), std::nullopt};
+    }
+
+    auto g = std::make_shared<grant>();
+    g->client = shared_from_this();
+    g->key = std::string(key);
+    g->owner = new_owner_id();
+    g->mode = options.mode;
+    g->lease_ms = options.lease.count();
+    g->margin_ms = options.safety_margin.count() > 0 ? options.safety_margin.count() : g->lease_ms / 10;
+    g->thread = std::this_thread::get_id();
+    g->reentrant = options.reentrant;
+    attempt out;
+
+    if (options.mode == mode::select_for_update) {
+        bool reused = false;
+        auto pinned = take_session(false, &reused);
+        row_lock state;
+        try {
+            state = pinned->lock_row(key, want_remaining ? &out.remaining_ms : nullptr);
+        } catch (const connection_error&) {
+            if (!reused) throw;
+            drop_idle();
+            pinned = take_session(true, &reused);
+            state = pinned->lock_row(key, want_remaining ? &out.remaining_ms : nullptr);
+        }
+        if (state == row_lock::missing) {
+            with_session([&](session& s) { s.ensure_row(key); });
+            state = pinned->lock_row(key, want_remaining ? &out.remaining_ms : nullptr);
+        }
+        if (state != row_lock::locked) {
+            put_back(std::move(pinned));
+            ++contention_misses;
+            return out;
+        }
+        try {
+            g->token = with_session([&](session& s) { return s.bump_token(key); });
+        } catch (...) {
+            try {
+                pinned->end_row_lock();
+            } catch (...) {
+            }
+            throw;
+        }
+        g->pinned = std::move(pinned);
+        g->deadline_ns = std::numeric_limits<std::int64_t>::max();
+    } else {
+        const std::string holder = holder_description();
+        const grant_request request{key, g->owner, options.mode, g->lease_ms, holder, options.note, want_remaining};
+        const std::int64_t sent = steady_now_ns();
+        grant_result r = with_session([&](session& s) { return s.grant(request); });
+        if (!r.token) {
+            ++contention_misses;
+            out.remaining_ms = r.remaining_ms;
+            return out;
+        }
+        g->token = *r.token;
+        // The database's expiry is its clock at the statement + lease; the
+        // statement ran after `sent`, so this deadline is never later.
+        g->deadline_ns = sent + (g->lease_ms - g->margin_ms) * 1'000'000;
+    }
+    ++acquisitions;
+    if (options.reentrant) {
+        std::lock_guard lock(held_mu_);
+        held_[std::make_pair(g->thread, g->key)] = g;
+    }
+    log_->debug("acquired '{}' token {} mode {} owner {}", g->key, g->token, to_string(g->mode), g->owner);
+    out.granted.emplace(lease(std::move(g)));
+    return out;
+}
+
+lease client_impl::acquire(std::string_view key, std::chrono::milliseconds timeout, const lock_options& options) {
+    validate_timeout(timeout);
+    const bool forever = timeout >= wait_forever;
+    const auto deadline = forever ? std::chrono::steady_clock::time_point::max()
+                                  : std::chrono::steady_clock::now() + timeout;
+    thread_local std::minstd_rand jitter(std::random_device{}());
+    std::int64_t backoff_ms = 4;
+    constexpr std::int64_t max_backoff_ms = 1000;
+    for (;;) {
+        std::uint64_t epoch;
+        {
+            std::lock_guard lock(wake_mu_);
+            epoch = release_epoch_;
+        }
+        auto tried = try_grant(key, options, true);
+        if (tried.granted) return std::move(*tried.granted);
+        auto now = std::chrono::steady_clock::now();
+        if (now >= deadline)
+            throw timeout_error("timed out after " + std::to_string(timeout.count()) + " ms waiting for lock '" +
+                                std::string(key) + "'");
+        // Exponential backoff with jitter, but never sleep past the moment the
+        // holder's lease runs out: that is when the key can next be free.
+        std::int64_t sleep_ms = std::uniform_int_distribution<std::int64_t>(backoff_ms / 2, backoff_ms)(jitter);
+        if (tried.remaining_ms) sleep_ms = std::min(sleep_ms, *tried.remaining_ms + 1);
+        sleep_ms = std::max<std::int64_t>(sleep_ms, 1);
+        backoff_ms = std::min(backoff_ms * 2, max_backoff_ms);
+        auto wake_at = now + std::chrono::milliseconds(sleep_ms);
+        if (wake_at > deadline) wake_at = deadline;
+        std::unique_lock lock(wake_mu_);
+        wake_cv_.wait_until(lock, wake_at, [&] { return release_epoch_ != epoch; });
+    }
+}
+
+void client_impl::notify_release() {
+    {
+        std::lock_guard lock(wake_mu_);
+        ++release_epoch_;
+    }
+    wake_cv_.notify_all();
+}
+
+void client_impl::mark_lost(grant& g) {
+    if (!g.lost.exchange(true)) {
+        ++leases_lost;
+        log_->warn("lease on '{}' (token {}) is lost", g.key, g.token);
+    }
+}
+
+void client_impl::release(grant& g) {
+    std::unique_ptr<session> pinned;
+    {
+        std::lock_guard lock(g.mu);
+        if (g.released) return;
+        if (--g.depth > 0) return;
+        g.released = true;
+        pinned = std::move(g.pinned);
+    }
+    if (g.reentrant) {
+        std::lock_guard lock(held_mu_);
+        auto it = held_.find(std::make_pair(g.thread, g.key));
+        if (it != held_.end() && it->second.lock().get() == &g) held_.erase(it);
+    }
+    if (g.mode == mode::select_for_update) {
+        try {
+            pinned->end_row_lock();
+            put_back(std::move(pinned));
+        } catch (const connection_error&) {
+            // The server ended the transaction with the connection: the row
+            // lock is gone either way.
+            mark_lost(g);
+        }
+    } else {
+        bool ours = with_session([&](session& s) { return s.release(g.key, g.owner, g.mode); });
+        if (!ours) mark_lost(g);
+    }
+    ++releases;
+    notify_release();
+    log_->debug("released '{}' token {}", g.key, g.token);
+}
+
+bool client_impl::renew(grant& g) {
+    if (g.lost.load()) return false;
+    bool ok;
+    if (g.mode == mode::select_for_update) {
+        std::lock_guard lock(g.mu);
+        if (g.released || !g.pinned) return false;
+        try {
+            ok = g.pinned->ping();
+        } catch (const connection_error&) {
+            ok = false;
+        }
+    } else {
+        {
+            std::lock_guard lock(g.mu);
+            if (g.released) return false;
+        }
+        const std::int64_t sent = steady_now_ns();
+        ok = with_session([&](session& s) { return s.renew(g.key, g.owner, g.lease_ms); });
+        if (ok) g.deadline_ns = sent + (g.lease_ms - g.margin_ms) * 1'000'000;
+    }
+    if (!ok) {
+        mark_lost(g);
+        return false;
+    }
+    ++renewals;
+    return true;
+}
+
+lock_info client_impl::inspect(std::string_view key) {
+    validate_key(key);
+    check_schema();
+    return with_session([&](session& s) { return s.inspect(key); });
+}
+
+void client_impl::migrate() {
+    with_session([](session& s) { s.migrate(); });
+    schema_checked_.store(false);
+}
+
+int client_impl::schema_version() {
+    return with_session([](session& s) { return s.schema_version(); });
+}
+
+}  // namespace detail
+
+client::client(std::shared_ptr<detail::client_impl> impl) : impl_(std::move(impl)) {}
+
+client client::open(std::string_view url, client_options options) {
+    detail::validate_client_options(options);
+    auto parts = detail::parse_url(url);
+    return client(std::make_shared<detail::client_impl>(parts, std::move(options)));
+}
+
+void client::migrate() { impl_->migrate(); }
+int client::schema_version() { return impl_->schema_version(); }
+int client::required_schema_version() const { return impl_->sql().latest_version(); }
+
+std::optional<lease> client::try_acquire(std::string_view key, const lock_options& options) {
+    return std::move(impl_->try_grant(key, options, false).granted);
+}
+
+lease client::acquire(std::string_view key, std::chrono::milliseconds timeout, const lock_options& options) {
+    return impl_->acquire(key, timeout, options);
+}
+
+lock_info client::inspect(std::string_view key) { return impl_->inspect(key); }
+
+client_stats client::stats() const {
+    client_stats s;
+    s.acquisitions = impl_->acquisitions.load();
+    s.contention_misses = impl_->contention_misses.load();
+    s.releases = impl_->releases.load();
+    s.renewals = impl_->renewals.load();
+    s.leases_lost = impl_->leases_lost.load();
+    s.statements = impl_->statements.load();
+    return s;
+}
+
+std::string_view client::dialect() const { return impl_->dialect().name(); }
+
+}  // namespace sqlock

@@ -1,0 +1,156 @@
+#pragma once
+// Internals of sqlock::client: the connection pool, grants and counters.
+
+#include "core/sql_library.hpp"
+#include "core/url.hpp"
+#include "dialects/dialect.hpp"
+
+#include <sqlock/client.hpp>
+#include <sqlock/errors.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace spdlog {
+class logger;
+}
+
+namespace sqlock::detail {
+
+class client_impl;
+
+// One acquisition's state, shared by the reentrant leases that reuse it.
+struct grant {
+    std::shared_ptr<client_impl> client;
+    std::string key;
+    std::string owner;
+    std::int64_t token = 0;
+    sqlock::mode mode = sqlock::mode::conditional_update;
+    std::int64_t lease_ms = 0;
+    std::int64_t margin_ms = 0;
+    std::thread::id thread;  // where it was taken, for reentrancy
+    bool reentrant = false;
+    // Monotonic deadline in steady_clock nanoseconds; max for select_for_update.
+    std::atomic<std::int64_t> deadline_ns{0};
+    std::atomic<bool> lost{false};
+
+    std::mutex mu;  // guards the fields below
+    int depth = 1;
+    bool released = false;
+    std::unique_ptr<session> pinned;  // select_for_update's open transaction
+};
+
+// Random 128-bit owner id as 32 hex digits, from the kernel's CSPRNG.
+std::string new_owner_id();
+// "host:pid:tid" of the calling thread, for people reading the lock table.
+std::string holder_description();
+
+std::int64_t steady_now_ns() noexcept;
+
+class client_impl : public std::enable_shared_from_this<client_impl> {
+public:
+    client_impl(const url_parts& url, client_options options);
+
+    const client_options& options() const { return options_; }
+    spdlog::logger& log() const { return *log_; }
+    detail::dialect& dialect() { return *dialect_; }
+    const sql_library& sql() const { return sql_; }
+
+    struct attempt {
+        std::optional<lease> granted;
+        std::optional<std::int64_t> remaining_ms;
+    };
+    attempt try_grant(std::string_view key, const lock_options& options, bool want_remaining);
+    lease acquire(std::string_view key, std::chrono::milliseconds timeout, const lock_options& options);
+
+    void release(grant& g);
+    bool renew(grant& g);
+    void mark_lost(grant& g);
+
+    lock_info inspect(std::string_view key);
+    void migrate();
+    int schema_version();
+
+    // Runs f(session&) on a pooled session. A connection_error on a session
+    // that had been idle in the pool is retried once on a fresh connection:
+    // the server may have restarted meanwhile. Every operation run this way is
+    // safe to repeat (grants re-admit their own owner).
+    template <class F>
+    auto with_session(F&& f) -> decltype(f(std::declval<session&>()));
+
+    // A session for select_for_update to pin; put_back() returns it.
+    // fresh: always open a new connection.
+    std::unique_ptr<session> take_session(bool fresh, bool* reused);
+    void put_back(std::unique_ptr<session> s);
+    void drop_idle();
+
+    std::atomic<std::uint64_t> statements{0};
+    std::atomic<std::uint64_t> acquisitions{0};
+    std::atomic<std::uint64_t> contention_misses{0};
+    std::atomic<std::uint64_t> releases{0};
+    std::atomic<std::uint64_t> renewals{0};
+    std::atomic<std::uint64_t> leases_lost{0};
+
+private:
+    void check_schema();
+    std::shared_ptr<grant> find_reentrant(std::string_view key);
+    void notify_release();
+
+    client_options options_;
+    std::shared_ptr<spdlog::logger> log_;
+    sql_library sql_;
+    dialect_context ctx_;
+    std::unique_ptr<detail::dialect> dialect_;
+    std::atomic<bool> schema_checked_{false};
+
+    std::mutex pool_mu_;
+    std::vector<std::unique_ptr<session>> idle_;
+
+    std::mutex held_mu_;
+    std::map<std::pair<std::thread::id, std::string>, std::weak_ptr<grant>, std::less<>> held_;
+
+    // Local waiters sleep here; a release in this client wakes them at once.
+    std::mutex wake_mu_;
+    std::condition_variable wake_cv_;
+    std::uint64_t release_epoch_ = 0;
+};
+
+template <class F>
+auto client_impl::with_session(F&& f) -> decltype(f(std::declval<session&>())) {
+    auto run = [&](std::unique_ptr<session> s) -> decltype(f(*s)) {
+        try {
+            if constexpr (std::is_void_v<decltype(f(*s))>) {
+                f(*s);
+                put_back(std::move(s));
+            } else {
+                auto result = f(*s);
+                put_back(std::move(s));
+                return result;
+            }
+        } catch (const connection_error&) {
+            throw;  // the session is dropped with s
+        } catch (...) {
+            put_back(std::move(s));  // dialects leave no transaction open when they throw
+            throw;
+        }
+    };
+    bool reused = false;
+    auto s = take_session(false, &reused);
+    if (!reused) return run(std::move(s));
+    try {
+        return run(std::move(s));
+    } catch (const connection_error&) {
+        drop_idle();  // its siblings are likely dead too (server restart)
+    }
+    return run(take_session(true, &reused));
+}
+
+}  // namespace sqlock::detail

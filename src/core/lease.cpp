@@ -1,0 +1,75 @@
+#include "core/client_impl.hpp"
+
+#include <sqlock/errors.hpp>
+#include <sqlock/lease.hpp>
+
+#include <spdlog/spdlog.h>
+
+namespace sqlock {
+
+lease::lease(std::shared_ptr<detail::grant> g) : grant_(std::move(g)) {}
+
+lease::lease(lease&& other) noexcept : grant_(std::move(other.grant_)), released_(other.released_) {
+    other.released_ = true;
+}
+
+lease& lease::operator=(lease&& other) noexcept {
+    if (this != &other) {
+        release_quietly();
+        grant_ = std::move(other.grant_);
+        released_ = other.released_;
+        other.released_ = true;
+    }
+    return *this;
+}
+
+lease::~lease() { release_quietly(); }
+
+void lease::release_quietly() noexcept {
+    if (released_ || !grant_) return;
+    try {
+        release();
+    } catch (const std::exception& e) {
+        // Destructors never throw; the lease expires by itself on the server.
+        try {
+            grant_->client->log().warn("releasing '{}' failed: {} (the lease expires on its own)", grant_->key,
+                                       e.what());
+        } catch (...) {
+        }
+    } catch (...) {
+    }
+}
+
+const std::string& lease::key() const { return grant_->key; }
+const std::string& lease::owner() const { return grant_->owner; }
+std::int64_t lease::token() const { return grant_->token; }
+sqlock::mode lease::mode() const { return grant_->mode; }
+
+bool lease::lost() const {
+    if (grant_->lost.load()) return true;
+    if (detail::steady_now_ns() >= grant_->deadline_ns.load()) {
+        grant_->client->mark_lost(*grant_);
+        return true;
+    }
+    return false;
+}
+
+void lease::check() const {
+    if (lost())
+        throw lease_lost_error("lease on '" + grant_->key + "' (token " + std::to_string(grant_->token) +
+                               ") is lost: stop work that relies on it");
+}
+
+bool lease::renew() {
+    if (released_) return false;
+    if (lost()) return false;
+    return grant_->client->renew(*grant_);
+}
+
+void lease::release() {
+    if (released_ || !grant_) return;
+    released_ = true;
+    grant_->client->release(*grant_);
+}
+
+}  // namespace sqlock

@@ -1,0 +1,77 @@
+#include "core/sql_library.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace sqlock::detail {
+
+std::string apply_prefix(std::string_view sql, std::string_view prefix) {
+    static constexpr std::string_view from = "sqlock_";
+    std::string out;
+    out.reserve(sql.size());
+    std::size_t pos = 0;
+    for (auto hit = sql.find(from); hit != std::string_view::npos; hit = sql.find(from, pos)) {
+        out.append(sql.substr(pos, hit - pos));
+        out.append(prefix);
+        pos = hit + from.size();
+    }
+    out.append(sql.substr(pos));
+    return out;
+}
+
+sql_library::sql_library(std::string_view dialect, std::string_view prefix) : prefix_(prefix) {
+    const std::string sql_dir = "sql/" + std::string(dialect) + "/";
+    const std::string mig_dir = "migrations/" + std::string(dialect) + "/";
+    for (std::size_t i = 0; i < embedded_file_count; ++i) {
+        std::string_view path = embedded_files[i].path;
+        std::string text = apply_prefix(embedded_files[i].text, prefix);
+        if (path.starts_with(sql_dir)) {
+            auto name = path.substr(sql_dir.size());
+            name.remove_suffix(4);  // ".sql"
+            statements_.emplace_back(std::string(name), std::move(text));
+        } else if (path.starts_with(mig_dir)) {
+            // NNNN_name.sql
+            auto file = path.substr(mig_dir.size());
+            int version = std::stoi(std::string(file.substr(0, 4)));
+            std::string name(file.substr(5, file.size() - 5 - 4));
+            migrations_.push_back({version, std::move(name), std::move(text)});
+        }
+    }
+    std::sort(migrations_.begin(), migrations_.end(),
+              [](const migration& a, const migration& b) { return a.version < b.version; });
+}
+
+const std::string& sql_library::get(std::string_view name) const {
+    for (const auto& [n, text] : statements_)
+        if (n == name) return text;
+    throw std::logic_error("sqlock: no embedded statement " + std::string(name));
+}
+
+std::vector<std::string> split_statements(std::string_view sql) {
+    std::vector<std::string> out;
+    std::string current;
+    bool has_code = false;
+    std::size_t pos = 0;
+    while (pos < sql.size()) {
+        auto eol = sql.find('\n', pos);
+        std::string_view line = sql.substr(pos, eol == std::string_view::npos ? std::string_view::npos : eol - pos);
+        pos = eol == std::string_view::npos ? sql.size() : eol + 1;
+        std::string_view trimmed = line;
+        while (!trimmed.empty() && (trimmed.back() == ' ' || trimmed.back() == '\r' || trimmed.back() == '\t'))
+            trimmed.remove_suffix(1);
+        std::string_view lead = trimmed;
+        while (!lead.empty() && (lead.front() == ' ' || lead.front() == '\t')) lead.remove_prefix(1);
+        if (lead.starts_with("--") || lead.empty()) continue;
+        has_code = true;
+        current.append(line).push_back('\n');
+        if (trimmed.ends_with(";")) {
+            out.push_back(current);
+            current.clear();
+            has_code = false;
+        }
+    }
+    if (has_code) out.push_back(current);
+    return out;
+}
+
+}  // namespace sqlock::detail

@@ -1,0 +1,90 @@
+#include "core/validate.hpp"
+
+#include <sqlock/errors.hpp>
+
+namespace sqlock::detail {
+
+bool valid_utf8(std::string_view s) noexcept {
+    const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+    const auto* end = p + s.size();
+    while (p < end) {
+        unsigned char c = *p;
+        if (c < 0x80) {
+            ++p;
+            continue;
+        }
+        int extra;
+        std::uint32_t cp;
+        if (c >= 0xC2 && c <= 0xDF) {
+            extra = 1;
+            cp = c & 0x1F;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            extra = 2;
+            cp = c & 0x0F;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            extra = 3;
+            cp = c & 0x07;
+        } else {
+            return false;
+        }
+        if (end - p <= extra) return false;
+        for (int i = 1; i <= extra; ++i) {
+            if ((p[i] & 0xC0) != 0x80) return false;
+            cp = (cp << 6) | (p[i] & 0x3F);
+        }
+        if ((extra == 2 && cp < 0x800) || (extra == 3 && cp < 0x10000) || cp > 0x10FFFF ||
+            (cp >= 0xD800 && cp <= 0xDFFF))
+            return false;
+        p += extra + 1;
+    }
+    return true;
+}
+
+void validate_key(std::string_view key) {
+    if (key.empty()) throw config_error("lock key is empty: keys are 1 to 255 bytes of UTF-8");
+    if (key.size() > max_key_bytes)
+        throw config_error("lock key is " + std::to_string(key.size()) +
+                           " bytes: keys are at most 255 bytes of UTF-8 (hash longer names)");
+    if (key.find('\0') != std::string_view::npos)
+        throw config_error("lock key contains a NUL byte: keys are UTF-8 text without NUL");
+    if (!valid_utf8(key)) throw config_error("lock key is not valid UTF-8: keys are 1 to 255 bytes of UTF-8");
+}
+
+void validate_lock_options(const lock_options& options) {
+    if (options.lease <= std::chrono::milliseconds::zero())
+        throw config_error("lease must be positive (got " + std::to_string(options.lease.count()) + " ms)");
+    if (options.lease > max_lease) throw config_error("lease must be at most 366 days");
+    if (options.safety_margin < std::chrono::milliseconds::zero() || options.safety_margin >= options.lease)
+        throw config_error("safety_margin must be zero (automatic) or between 0 and the lease");
+    if (options.note.size() > max_note_bytes)
+        throw config_error("note is " + std::to_string(options.note.size()) + " bytes: at most 1024");
+    if (options.note.find('\0') != std::string::npos || !valid_utf8(options.note))
+        throw config_error("note must be UTF-8 text without NUL bytes");
+    if (options.mode != mode::unique_insert && options.mode != mode::conditional_update &&
+        options.mode != mode::select_for_update)
+        throw config_error("mode is not one of unique_insert, conditional_update, select_for_update");
+}
+
+void validate_timeout(std::chrono::milliseconds timeout) {
+    if (timeout < std::chrono::milliseconds::zero())
+        throw config_error("timeout must not be negative (got " + std::to_string(timeout.count()) +
+                           " ms); use 0 to try once or sqlock::wait_forever");
+}
+
+void validate_client_options(const client_options& options) {
+    const auto& p = options.table_prefix;
+    bool ok = !p.empty() && p.size() <= max_prefix_bytes && ((p[0] >= 'a' && p[0] <= 'z') || p[0] == '_');
+    for (char c : p) ok = ok && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_');
+    if (!ok)
+        throw config_error("table_prefix '" + p +
+                           "' is not a lower-case SQL identifier: use [a-z_][a-z0-9_]*, at most 40 bytes");
+    if (options.pool_size == 0) throw config_error("pool_size must be at least 1");
+    if (options.connect_timeout < std::chrono::seconds(1))
+        throw config_error("connect_timeout must be at least 1 s (drivers count whole seconds)");
+    if (options.statement_timeout < std::chrono::milliseconds(1))
+        throw config_error("statement_timeout must be positive");
+    if (options.row_lock_timeout < std::chrono::milliseconds(1))
+        throw config_error("row_lock_timeout must be positive");
+}
+
+}  // namespace sqlock::detail

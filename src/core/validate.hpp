@@ -1,0 +1,26 @@
+#pragma once
+// Input checks that run before any SQL: bad input never reaches a statement.
+
+#include <sqlock/options.hpp>
+
+#include <chrono>
+#include <string>
+#include <string_view>
+
+namespace sqlock::detail {
+
+inline constexpr std::size_t max_key_bytes = 255;
+inline constexpr std::size_t max_note_bytes = 1024;
+inline constexpr std::size_t max_prefix_bytes = 40;
+inline constexpr std::chrono::milliseconds max_lease{std::chrono::hours(24 * 366)};
+
+// Strict UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF.
+bool valid_utf8(std::string_view s) noexcept;
+
+// Each throws config_error saying what to fix.
+void validate_key(std::string_view key);
+void validate_lock_options(const lock_options& options);
+void validate_timeout(std::chrono::milliseconds timeout);
+void validate_client_options(const client_options& options);
+
+}  // namespace sqlock::detail

@@ -1,0 +1,102 @@
+#pragma once
+// The backend contract. One implementation per database lives in
+// src/dialects/<name>/; they are the only files that include a driver header.
+// The core never asks which backend it talks to: differences are expressed here.
+
+#include <sqlock/client.hpp>
+#include <sqlock/options.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sqlock::detail {
+
+struct url_parts;
+class sql_library;
+
+// Everything a dialect needs from the client.
+struct dialect_context {
+    std::string redacted_url;  // for messages: the URL with its password masked
+    client_options options;
+    const sql_library* sql = nullptr;  // statements and migrations, prefix applied
+    std::atomic<std::uint64_t>* statements = nullptr;  // bumped once per statement sent
+};
+
+struct grant_request {
+    std::string_view key;
+    std::string_view owner;
+    sqlock::mode mode;
+    std::int64_t lease_ms;
+    std::string_view holder;
+    std::string_view note;
+    bool want_remaining;  // on contention, also report the holder's remaining lease
+};
+
+struct grant_result {
+    std::optional<std::int64_t> token;         // set when granted
+    std::optional<std::int64_t> remaining_ms;  // holder's remaining lease, when known
+};
+
+// Result of trying to lock a key's row for select_for_update.
+enum class row_lock { locked, busy, missing };
+
+// One connection. Not thread-safe: the pool lends it to one thread at a time.
+// Driver failures leave as sqlock errors: connection_error when the connection
+// is unusable (the pool then drops it), schema_error for missing tables,
+// db_error otherwise. Lock-wait timeouts and NOWAIT refusals are contention,
+// reported through results, never thrown.
+class session {
+public:
+    virtual ~session() = default;
+
+    // Grants the key in a lease mode, bumping its fencing counter in the same
+    // transaction. Admits a free row, an expired row, or a row of this owner.
+    virtual grant_result grant(const grant_request& request) = 0;
+    // Owner-checked release: deletes the row (unique_insert) or clears its owner.
+    virtual bool release(std::string_view key, std::string_view owner, sqlock::mode mode) = 0;
+    // Owner-checked renewal of an unexpired lease, by database time.
+    virtual bool renew(std::string_view key, std::string_view owner, std::int64_t lease_ms) = 0;
+
+    // select_for_update: opens a transaction and locks the key's row without
+    // waiting. `locked` means the row is ours and no lease holds it; the
+    // transaction stays open until end_row_lock(). `busy` and `missing` leave
+    // no transaction open. remaining_ms is set for a lease-held row when asked.
+    virtual row_lock lock_row(std::string_view key, std::optional<std::int64_t>* remaining_ms) = 0;
+    // Ends the transaction opened by lock_row (rolling it back).
+    virtual void end_row_lock() = 0;
+    // Creates the key's row (free) if it does not exist yet.
+    virtual void ensure_row(std::string_view key) = 0;
+    // Bumps and returns the key's fencing counter. Only called while the
+    // caller holds the key's row lock on another session.
+    virtual std::int64_t bump_token(std::string_view key) = 0;
+    // Round trip that proves the connection (and any open transaction) is alive.
+    virtual bool ping() = 0;
+
+    virtual lock_info inspect(std::string_view key) = 0;
+    virtual int schema_version() = 0;
+    // Applies the dialect's migrations newer than the current version, under a
+    // lock that serialises concurrent migrate() calls.
+    virtual void migrate() = 0;
+};
+
+// Opens sessions to one database.
+class dialect {
+public:
+    virtual ~dialect() = default;
+    virtual std::string_view name() const = 0;
+    virtual bool supports_row_locks() const = 0;
+    virtual std::unique_ptr<session> connect() = 0;
+};
+
+// Factories, one per backend; each throws config_error naming its CMake
+// option when the backend was left out of the build.
+std::unique_ptr<dialect> make_postgres(const url_parts& url, const dialect_context& ctx);
+std::unique_ptr<dialect> make_mysql(const url_parts& url, const dialect_context& ctx);
+std::unique_ptr<dialect> make_sqlite(const url_parts& url, const dialect_context& ctx);
+
+}  // namespace sqlock::detail

@@ -1,0 +1,416 @@
+// MySQL / MariaDB dialect on Connector/C++ 1.1 (the legacy cppconn API).
+// MySQL has no data-modifying CTEs and no UPDATE ... RETURNING, so a lease
+// grant is a short transaction: lock the key's row without waiting, write the
+// lease, bump the fence, read the token, commit.
+
+#include "core/sql_library.hpp"
+#include "core/url.hpp"
+#include "dialects/dialect.hpp"
+
+#include <sqlock/errors.hpp>
+
+#include <cppconn/driver.h>
+#include <cppconn/exception.h>
+#include <cppconn/prepared_statement.h>
+#include <cppconn/resultset.h>
+#include <cppconn/statement.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace sqlock::detail {
+namespace {
+
+constexpr const char* dialect_name = "mysql";
+
+// MariaDB error numbers (include/mysqld_error.h, errmsg.h).
+constexpr int er_dup_entry = 1062;
+constexpr int er_lock_wait_timeout = 1205;  // also FOR UPDATE NOWAIT on MariaDB
+constexpr int er_lock_deadlock = 1213;
+constexpr int er_no_such_table = 1146;
+
+bool is_connection_error(int code) {
+    switch (code) {
+        case 1053:  // server shutdown in progress
+        case 1927:  // connection was killed
+        case 2002:  // can't connect through socket
+        case 2003:  // can't connect to server
+        case 2005:  // unknown host
+        case 2006:  // server has gone away
+        case 2013:  // lost connection during query
+        case 2055:  // lost connection at reading
+        case 4031:  // disconnected by the server because of inactivity
+            return true;
+        default:
+            return false;
+    }
+}
+
+bool is_contention(int code) { return code == er_lock_wait_timeout || code == er_lock_deadlock; }
+
+sql::Driver* driver() {
+    // get_driver_instance() is not safe to race on its first call.
+    static std::once_flag once;
+    static sql::Driver* instance = nullptr;
+    std::call_once(once, [] { instance = get_driver_instance(); });
+    return instance;
+}
+
+struct mysql_target {
+    std::string host;  // "tcp://host:port" or "unix://path"
+    std::string user, password, database;
+};
+
+class my_session final : public session {
+public:
+    my_session(const mysql_target& t, const dialect_context& ctx) : ctx_(ctx) {
+        // ConnectOptionsMap must be a named lvalue, and unknown keys are
+        // silently ignored: every key here is one the connector knows.
+        sql::ConnectOptionsMap opts;
+        opts["hostName"] = sql::SQLString(t.host);
+        opts["userName"] = sql::SQLString(t.user);
+        opts["password"] = sql::SQLString(t.password);
+        opts["schema"] = sql::SQLString(t.database);
+        opts["OPT_CHARSET_NAME"] = sql::SQLString("utf8mb4");
+        // Affected rows count matched rows, so a same-value UPDATE is not 0.
+        opts["CLIENT_FOUND_ROWS"] = true;
+        opts["OPT_CONNECT_TIMEOUT"] = seconds_up(ctx.options.connect_timeout);
+        opts["OPT_READ_TIMEOUT"] = seconds_up(ctx.options.statement_timeout) + 1;
+        opts["OPT_WRITE_TIMEOUT"] = seconds_up(ctx.options.statement_timeout) + 1;
+        try {
+            conn_.reset(driver()->connect(opts));
+            stmt_.reset(conn_->createStatement());
+            auto& setup = prepared("session_setup");
+            setup.setInt(1, seconds_up(ctx.options.row_lock_timeout));
+            setup.setDouble(2, static_cast<double>(ctx.options.statement_timeout.count()) / 1000.0);
+            count();
+            setup.execute();
+            exec(ctx_.sql->get("session_isolation"));
+        } catch (const sql::SQLException& e) {
+            throw connection_error("cannot connect to MySQL at " + ctx_.redacted_url + ": " + e.what() +
+                                   " (error " + std::to_string(e.getErrorCode()) + ")");
+        }
+    }
+
+    grant_result grant(const grant_request& r) override {
+        return guarded("grant", [&]() -> grant_result {
+            exec("START TRANSACTION");
+            in_tx_ = true;
+            grant_result out;
+            try {
+                auto& lock = prepared("grant_lock");
+                lock.setString(1, std::string(r.owner));
+                lock.setString(2, std::string(r.key));
+                count();
+                std::unique_ptr<sql::ResultSet> rs(lock.executeQuery());
+                if (rs->next()) {
+                    if (!rs->getBoolean(1)) {
+                        if (r.want_remaining && !rs->isNull(2)) out.remaining_ms = rs->getInt64(2);
+                        rollback();
+                        return out;
+                    }
+                    auto& update = prepared("grant_update");
+                    update.setString(1, std::string(r.owner));
+                    update.setString(2, to_string(r.mode));
+                    update.setInt64(3, r.lease_ms);
+                    update.setString(4, std::string(r.holder));
+                    update.setString(5, std::string(r.note));
+                    update.setString(6, std::string(r.key));
+                    count();
+                    update.executeUpdate();
+                } else {
+                    auto& insert = prepared("grant_insert");
+                    insert.setString(1, std::string(r.key));
+                    insert.setString(2, std::string(r.owner));
+                    insert.setString(3, to_string(r.mode));
+                    insert.setInt64(4, r.lease_ms);
+                    insert.setString(5, std::string(r.holder));
+                    insert.setString(6, std::string(r.note));
+                    count();
+                    insert.executeUpdate();
+                }
+                out.token = bump(r.key);
+                exec("COMMIT");
+                in_tx_ = false;
+                return out;
+            } catch (const sql::SQLException& e) {
+                if (is_contention(e.getErrorCode()) || e.getErrorCode() == er_dup_entry) {
+                    rollback();
+                    return grant_result{};
+                }
+                throw;
+            }
+        });
+    }
+
+    bool release(std::string_view key, std::string_view owner, sqlock::mode m) override {
+        return guarded("release", [&] {
+            auto& ps = prepared(m == mode::unique_insert ? "release_delete" : "release_clear");
+            ps.setString(1, std::string(key));
+            ps.setString(2, std::string(owner));
+            count();
+            return ps.executeUpdate() == 1;
+        });
+    }
+
+    bool renew(std::string_view key, std::string_view owner, std::int64_t lease_ms) override {
+        return guarded("renew", [&] {
+            auto& ps = prepared("renew");
+            ps.setInt64(1, lease_ms);
+            ps.setString(2, std::string(key));
+            ps.setString(3, std::string(owner));
+            count();
+            return ps.executeUpdate() == 1;
+        });
+    }
+
+    row_lock lock_row(std::string_view key, std::optional<std::int64_t>* remaining_ms) override {
+        return guarded("lock_row", [&] {
+            exec("START TRANSACTION");
+            in_tx_ = true;
+            try {
+                auto& ps = prepared("lock_row");
+                ps.setString(1, std::string(key));
+                count();
+                std::unique_ptr<sql::ResultSet> rs(ps.executeQuery());
+                if (!rs->next()) {
+                    rollback();
+                    return row_lock::missing;
+                }
+                if (!rs->getBoolean(1)) {
+                    if (remaining_ms && !rs->isNull(2)) *remaining_ms = rs->getInt64(2);
+                    rollback();
+                    return row_lock::busy;
+                }
+                return row_lock::locked;
+            } catch (const sql::SQLException& e) {
+                if (!is_contention(e.getErrorCode())) throw;
+                rollback();
+                return row_lock::busy;
+            }
+        });
+    }
+
+    void end_row_lock() override {
+        guarded("end_row_lock", [&] {
+            if (in_tx_) rollback();
+        });
+    }
+
+    void ensure_row(std::string_view key) override {
+        guarded("ensure_row", [&] {
+            auto& ps = prepared("ensure_row");
+            ps.setString(1, std::string(key));
+            count();
+            ps.executeUpdate();
+        });
+    }
+
+    std::int64_t bump_token(std::string_view key) override {
+        return guarded("bump_token", [&] { return bump(key); });
+    }
+
+    bool ping() override {
+        return guarded("ping", [&] {
+            exec("SELECT 1");
+            return true;
+        });
+    }
+
+    lock_info inspect(std::string_view key) override {
+        return guarded("inspect", [&] {
+            lock_info info;
+            info.key = std::string(key);
+            bool row_exists = false;
+            {
+                auto& ps = prepared("inspect_lock");
+                ps.setString(1, std::string(key));
+                count();
+                std::unique_ptr<sql::ResultSet> rs(ps.executeQuery());
+                if (rs->next()) {
+                    row_exists = true;
+                    if (!rs->isNull(5)) {
+                        info.held = true;
+                        info.owner = rs->getString(1);
+                        info.mode = rs->isNull(2) ? "" : std::string(rs->getString(2));
+                        info.holder = rs->isNull(3) ? "" : std::string(rs->getString(3));
+                        info.note = rs->isNull(4) ? "" : std::string(rs->getString(4));
+                        info.expires_in = std::chrono::milliseconds(rs->getInt64(5));
+                    }
+                }
+            }
+            info.token = read_token(key);
+            if (row_exists && !info.held) {
+                auto& ps = prepared("inspect_row_free");
+                ps.setString(1, std::string(key));
+                count();
+                std::unique_ptr<sql::ResultSet> rs(ps.executeQuery());
+                if (!rs->next()) {
+                    info.held = true;
+                    info.mode = to_string(mode::select_for_update);
+                }
+            }
+            return info;
+        });
+    }
+
+    int schema_version() override {
+        try {
+            return guarded("schema_version", [&] { return read_version(); });
+        } catch (const schema_error&) {
+            return 0;
+        }
+    }
+
+    void migrate() override {
+        guarded("migrate", [&] {
+            // DDL commits implicitly in MySQL, so a transaction cannot make an
+            // upgrade atomic; a named lock serialises migrators and every
+            // statement is written to be safe to run again.
+            auto& lock = prepared("migrate_lock");
+            lock.setInt(1, 120);
+            count();
+            std::unique_ptr<sql::ResultSet> rs(lock.executeQuery());
+            if (!rs->next() || rs->getInt(1) != 1)
+                throw db_error(dialect_name, "", "timed out waiting for another process's migrate()");
+            try {
+                int current = 0;
+                try {
+                    current = read_version();
+                } catch (const sql::SQLException& e) {
+                    if (e.getErrorCode() != er_no_such_table) throw;
+                }
+                for (const auto& m : ctx_.sql->migrations()) {
+                    if (m.version <= current) continue;
+                    for (const auto& statement : split_statements(m.text)) exec(statement);
+                }
+            } catch (...) {
+                unlock_migration();
+                throw;
+            }
+            unlock_migration();
+            prepared_.clear();
+        });
+    }
+
+private:
+    static int seconds_up(std::chrono::milliseconds ms) {
+        auto s = static_cast<int>((ms.count() + 999) / 1000);
+        return s < 1 ? 1 : s;
+    }
+
+    void count() {
+        if (ctx_.statements) ++*ctx_.statements;
+    }
+
+    void exec(const std::string& sql) {
+        count();
+        stmt_->execute(sql);
+    }
+
+    void rollback() {
+        in_tx_ = false;
+        exec("ROLLBACK");
+    }
+
+    void unlock_migration() {
+        try {
+            count();
+            std::unique_ptr<sql::ResultSet> rs(prepared("migrate_unlock").executeQuery());
+        } catch (...) {
+            // The lock dies with the connection anyway.
+        }
+    }
+
+    int read_version() {
+        count();
+        std::unique_ptr<sql::ResultSet> rs(stmt_->executeQuery(ctx_.sql->get("schema_version")));
+        return rs->next() ? rs->getInt(1) : 0;
+    }
+
+    std::int64_t read_token(std::string_view key) {
+        auto& ps = prepared("read_token");
+        ps.setString(1, std::string(key));
+        count();
+        std::unique_ptr<sql::ResultSet> rs(ps.executeQuery());
+        return rs->next() ? rs->getInt64(1) : 0;
+    }
+
+    std::int64_t bump(std::string_view key) {
+        auto& ps = prepared("bump_token");
+        ps.setString(1, std::string(key));
+        count();
+        ps.executeUpdate();
+        return read_token(key);
+    }
+
+    sql::PreparedStatement& prepared(const std::string& name) {
+        auto it = prepared_.find(name);
+        if (it == prepared_.end())
+            it = prepared_.emplace(name, std::unique_ptr<sql::PreparedStatement>(
+                                             conn_->prepareStatement(ctx_.sql->get(name))))
+                     .first;
+        return *it->second;
+    }
+
+    template <class F>
+    auto guarded(const char* what, F&& f) -> decltype(f()) {
+        try {
+            return f();
+        } catch (const sql::SQLException& e) {
+            const int code = e.getErrorCode();
+            if (is_connection_error(code)) {
+                in_tx_ = false;
+                throw connection_error(std::string("MySQL connection lost during ") + what + ": " + e.what() +
+                                       " (error " + std::to_string(code) + ")");
+            }
+            // Leave no transaction open on a session that goes back to the pool.
+            if (in_tx_) {
+                try {
+                    rollback();
+                } catch (const sql::SQLException&) {
+                    throw connection_error(std::string("MySQL connection unusable after ") + what);
+                }
+            }
+            if (code == er_no_such_table)
+                throw schema_error("sqlock tables are missing in " + ctx_.redacted_url + " (" + e.what() +
+                                   "): run client.migrate() or `sqlock migrate`");
+            throw db_error(dialect_name, std::to_string(code),
+                           std::string("MySQL error during ") + what + ": " + e.what());
+        }
+    }
+
+    const dialect_context& ctx_;
+    std::unique_ptr<sql::Connection> conn_;
+    std::unique_ptr<sql::Statement> stmt_;
+    std::map<std::string, std::unique_ptr<sql::PreparedStatement>> prepared_;
+    bool in_tx_ = false;
+};
+
+class my_dialect final : public dialect {
+public:
+    my_dialect(const url_parts& url, const dialect_context& ctx) : ctx_(ctx) {
+        target_.host = url.socket.empty() ? "tcp://" + url.host + ":" + std::to_string(url.port ? url.port : 3306)
+                                          : "unix://" + url.socket;
+        target_.user = url.user;
+        target_.password = url.password;
+        target_.database = url.database;
+    }
+    std::string_view name() const override { return dialect_name; }
+    bool supports_row_locks() const override { return true; }
+    std::unique_ptr<session> connect() override { return std::make_unique<my_session>(target_, ctx_); }
+
+private:
+    mysql_target target_;
+    const dialect_context& ctx_;
+};
+
+}  // namespace
+
+std::unique_ptr<dialect> make_mysql(const url_parts& url, const dialect_context& ctx) {
+    return std::make_unique<my_dialect>(url, ctx);
+}
+
+}  // namespace sqlock::detail

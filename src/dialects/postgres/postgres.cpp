@@ -1,0 +1,283 @@
+// PostgreSQL dialect on libpqxx 6.4. Lease grants are one statement (a
+// data-modifying CTE); select_for_update holds a pqxx::work open on a
+// dedicated connection.
+
+#include "core/sql_library.hpp"
+#include "core/url.hpp"
+#include "dialects/dialect.hpp"
+
+#include <sqlock/errors.hpp>
+
+#include <pqxx/pqxx>
+
+#include <optional>
+#include <set>
+#include <string>
+
+namespace sqlock::detail {
+namespace {
+
+constexpr const char* dialect_name = "postgres";
+
+bool is_connection_state(const std::string& sqlstate) {
+    // Class 08: connection exception; 57P01-57P03: the server is shutting
+    // down or restarting (pg_terminate_backend gives 57P01).
+    return sqlstate.rfind("08", 0) == 0 || sqlstate == "57P01" || sqlstate == "57P02" || sqlstate == "57P03";
+}
+
+class pg_session final : public session {
+public:
+    pg_session(const std::string& conninfo, const dialect_context& ctx) : ctx_(ctx) {
+        try {
+            conn_.emplace(conninfo);
+            pqxx::nontransaction tx(*conn_);
+            count();
+            tx.exec_params(ctx_.sql->get("session_setup"), std::to_string(ctx_.options.row_lock_timeout.count()),
+                           std::to_string(ctx_.options.statement_timeout.count()));
+        } catch (const pqxx::broken_connection& e) {
+            throw connection_error("cannot connect to PostgreSQL at " + ctx_.redacted_url + ": " + trim(e.what()));
+        } catch (const pqxx::sql_error& e) {
+            translate(e, "setting up the session");
+        }
+    }
+
+    grant_result grant(const grant_request& r) override {
+        return guarded("grant", [&]() -> grant_result {
+            pqxx::nontransaction tx(*conn_);
+            pqxx::result res;
+            try {
+                count();
+                res = tx.exec_prepared(prepared("grant"), std::string(r.key), std::string(r.owner),
+                                       std::string(to_string(r.mode)), r.lease_ms, std::string(r.holder),
+                                       std::string(r.note));
+            } catch (const pqxx::sql_error& e) {
+                // lock_timeout: a select_for_update holder has the row.
+                if (e.sqlstate() == "55P03") return {};
+                throw;
+            }
+            grant_result out;
+            if (!res[0][0].is_null()) out.token = res[0][0].as<std::int64_t>();
+            if (!res[0][1].is_null()) out.remaining_ms = res[0][1].as<std::int64_t>();
+            return out;
+        });
+    }
+
+    bool release(std::string_view key, std::string_view owner, sqlock::mode m) override {
+        return guarded("release", [&] {
+            pqxx::nontransaction tx(*conn_);
+            count();
+            auto res = tx.exec_prepared(prepared(m == mode::unique_insert ? "release_delete" : "release_clear"),
+                                        std::string(key), std::string(owner));
+            return res.affected_rows() == 1;
+        });
+    }
+
+    bool renew(std::string_view key, std::string_view owner, std::int64_t lease_ms) override {
+        return guarded("renew", [&] {
+            pqxx::nontransaction tx(*conn_);
+            count();
+            auto res = tx.exec_prepared(prepared("renew"), std::string(key), std::string(owner), lease_ms);
+            return res.affected_rows() == 1;
+        });
+    }
+
+    row_lock lock_row(std::string_view key, std::optional<std::int64_t>* remaining_ms) override {
+        return guarded("lock_row", [&] {
+            held_.emplace(*conn_, "sqlock select_for_update");
+            pqxx::result res;
+            try {
+                count();
+                res = held_->exec_prepared(prepared("lock_row"), std::string(key));
+            } catch (const pqxx::sql_error& e) {
+                held_.reset();  // aborts
+                if (e.sqlstate() == "55P03") return row_lock::busy;
+                throw;
+            }
+            if (res.empty()) {
+                held_.reset();
+                return row_lock::missing;
+            }
+            if (!res[0][0].as<bool>()) {
+                if (remaining_ms && !res[0][1].is_null()) *remaining_ms = res[0][1].as<std::int64_t>();
+                held_.reset();
+                return row_lock::busy;
+            }
+            return row_lock::locked;
+        });
+    }
+
+    void end_row_lock() override {
+        guarded("end_row_lock", [&] {
+            if (!held_) return;
+            count();
+            held_->abort();
+            held_.reset();
+        });
+    }
+
+    void ensure_row(std::string_view key) override {
+        guarded("ensure_row", [&] {
+            pqxx::nontransaction tx(*conn_);
+            count();
+            tx.exec_prepared(prepared("ensure_row"), std::string(key));
+        });
+    }
+
+    std::int64_t bump_token(std::string_view key) override {
+        return guarded("bump_token", [&] {
+            pqxx::nontransaction tx(*conn_);
+            count();
+            return tx.exec_prepared1(prepared("bump_token"), std::string(key))[0].as<std::int64_t>();
+        });
+    }
+
+    bool ping() override {
+        return guarded("ping", [&] {
+            count();
+            if (held_) held_->exec("SELECT 1");
+            else pqxx::nontransaction(*conn_).exec("SELECT 1");
+            return true;
+        });
+    }
+
+    lock_info inspect(std::string_view key) override {
+        return guarded("inspect", [&] {
+            pqxx::nontransaction tx(*conn_);
+            count();
+            auto row = tx.exec_prepared1(prepared("inspect"), std::string(key));
+            lock_info info;
+            info.key = std::string(key);
+            info.token = row[6].as<std::int64_t>();
+            if (!row[5].is_null()) {
+                info.held = true;
+                info.owner = row[1].as<std::string>();
+                info.mode = row[2].is_null() ? "" : row[2].as<std::string>();
+                info.holder = row[3].is_null() ? "" : row[3].as<std::string>();
+                info.note = row[4].is_null() ? "" : row[4].as<std::string>();
+                info.expires_in = std::chrono::milliseconds(row[5].as<std::int64_t>());
+            } else if (row[7].as<bool>()) {
+                info.held = true;
+                info.mode = to_string(mode::select_for_update);
+            }
+            return info;
+        });
+    }
+
+    int schema_version() override {
+        try {
+            return guarded("schema_version", [&] {
+                pqxx::nontransaction tx(*conn_);
+                count();
+                return tx.exec(ctx_.sql->get("schema_version"))[0][0].as<int>();
+            });
+        } catch (const schema_error&) {
+            return 0;
+        }
+    }
+
+    void migrate() override {
+        guarded("migrate", [&] {
+            // DDL is transactional here: the whole upgrade commits or none of
+            // it does, and the advisory lock queues concurrent migrators.
+            pqxx::work tx(*conn_, "sqlock migrate");
+            count();
+            tx.exec(ctx_.sql->get("migrate_lock"));
+            count();
+            int current = 0;
+            if (tx.exec(ctx_.sql->get("schema_exists"))[0][0].as<bool>()) {
+                count();
+                current = tx.exec(ctx_.sql->get("schema_version"))[0][0].as<int>();
+            }
+            for (const auto& m : ctx_.sql->migrations()) {
+                if (m.version <= current) continue;
+                count();
+                tx.exec(m.text);
+            }
+            count();
+            tx.commit();
+        });
+    }
+
+private:
+    void count() {
+        if (ctx_.statements) ++*ctx_.statements;
+    }
+
+    static std::string trim(std::string s) {
+        while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+        return s;
+    }
+
+    // Prepared once per connection, on first use.
+    const std::string& prepared(const std::string& name) {
+        if (prepared_.insert(name).second) conn_->prepare(name, ctx_.sql->get(name));
+        return name;
+    }
+
+    [[noreturn]] void translate(const pqxx::sql_error& e, const char* what) {
+        const std::string state = e.sqlstate();
+        const std::string msg = trim(e.what());
+        if (state == "42P01")
+            throw schema_error("sqlock tables are missing in " + ctx_.redacted_url + " (" + msg +
+                               "): run client.migrate() or `sqlock migrate`");
+        if (is_connection_state(state))
+            throw connection_error(std::string("PostgreSQL connection lost during ") + what + ": " + msg);
+        throw db_error(dialect_name, state, std::string("PostgreSQL error during ") + what + ": " + msg);
+    }
+
+    template <class F>
+    auto guarded(const char* what, F&& f) -> decltype(f()) {
+        try {
+            return f();
+        } catch (const pqxx::broken_connection& e) {
+            held_.reset();
+            throw connection_error(std::string("PostgreSQL connection lost during ") + what + ": " + trim(e.what()));
+        } catch (const pqxx::in_doubt_error& e) {
+            throw connection_error(std::string("PostgreSQL connection lost during ") + what + ": " + trim(e.what()));
+        } catch (const pqxx::sql_error& e) {
+            translate(e, what);
+        } catch (const pqxx::failure& e) {
+            if (!conn_->is_open())
+                throw connection_error(std::string("PostgreSQL connection lost during ") + what + ": " +
+                                       trim(e.what()));
+            throw db_error(dialect_name, "", std::string("PostgreSQL error during ") + what + ": " + trim(e.what()));
+        }
+    }
+
+    const dialect_context& ctx_;
+    std::optional<pqxx::connection> conn_;
+    std::optional<pqxx::work> held_;  // select_for_update's open transaction
+    std::set<std::string> prepared_;
+};
+
+class pg_dialect final : public dialect {
+public:
+    pg_dialect(const url_parts& url, const dialect_context& ctx) : ctx_(ctx) {
+        // Hand libpq the URL as given, adding bounds on connecting and on a
+        // silent network unless the URL sets them itself.
+        conninfo_ = url.raw;
+        auto add = [&](const std::string& key, const std::string& value) {
+            if (conninfo_.find(key + "=") != std::string::npos) return;
+            conninfo_ += (conninfo_.find('?') == std::string::npos ? "?" : "&") + key + "=" + value;
+        };
+        auto seconds = ctx.options.connect_timeout.count() / 1000;
+        add("connect_timeout", std::to_string(seconds < 1 ? 1 : seconds));
+        add("tcp_user_timeout", std::to_string(ctx.options.statement_timeout.count()));
+        add("application_name", "sqlock");
+    }
+    std::string_view name() const override { return dialect_name; }
+    bool supports_row_locks() const override { return true; }
+    std::unique_ptr<session> connect() override { return std::make_unique<pg_session>(conninfo_, ctx_); }
+
+private:
+    std::string conninfo_;
+    const dialect_context& ctx_;
+};
+
+}  // namespace
+
+std::unique_ptr<dialect> make_postgres(const url_parts& url, const dialect_context& ctx) {
+    return std::make_unique<pg_dialect>(url, ctx);
+}
+
+}  // namespace sqlock::detail

@@ -1,0 +1,248 @@
+// SQLite dialect: the embedded default. One writer at a time, so a lease
+// grant is a single statement; WAL lets readers run beside it.
+
+#include "core/sql_library.hpp"
+#include "core/url.hpp"
+#include "dialects/dialect.hpp"
+
+#include <sqlock/errors.hpp>
+
+#include <sqlite3.h>
+
+#include <map>
+#include <string>
+
+namespace sqlock::detail {
+namespace {
+
+constexpr const char* dialect_name = "sqlite";
+
+[[noreturn]] void fail(sqlite3* db, int rc, const std::string& what) {
+    const std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+    const int primary = rc & 0xff;
+    if (msg.find("no such table") != std::string::npos)
+        throw schema_error("sqlock tables are missing (" + msg + "): run client.migrate() or `sqlock migrate`");
+    if (primary == SQLITE_CANTOPEN || primary == SQLITE_NOTADB || primary == SQLITE_PERM)
+        throw connection_error(what + ": " + msg);
+    throw db_error(dialect_name, std::to_string(rc), what + ": " + msg);
+}
+
+// A prepared statement borrowed from the session's cache; reset on scope exit
+// so that it never keeps a read transaction open.
+class query {
+public:
+    query(sqlite3* db, sqlite3_stmt* st, std::atomic<std::uint64_t>* counter) : db_(db), st_(st) {
+        if (counter) ++*counter;
+    }
+    ~query() {
+        sqlite3_reset(st_);
+        sqlite3_clear_bindings(st_);
+    }
+    query(const query&) = delete;
+    query& operator=(const query&) = delete;
+
+    query& bind(int i, std::string_view v) {
+        check(sqlite3_bind_text(st_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT));
+        return *this;
+    }
+    query& bind(int i, std::int64_t v) {
+        check(sqlite3_bind_int64(st_, i, v));
+        return *this;
+    }
+    // True when a row is available.
+    bool step() {
+        int rc = sqlite3_step(st_);
+        if (rc == SQLITE_ROW) return true;
+        if (rc == SQLITE_DONE) return false;
+        fail(db_, sqlite3_extended_errcode(db_), "sqlite statement failed");
+    }
+    void run() {
+        while (step()) {
+        }
+    }
+    bool null(int col) const { return sqlite3_column_type(st_, col) == SQLITE_NULL; }
+    std::int64_t integer(int col) const { return sqlite3_column_int64(st_, col); }
+    std::string text(int col) const {
+        auto p = reinterpret_cast<const char*>(sqlite3_column_text(st_, col));
+        return p ? std::string(p, static_cast<std::size_t>(sqlite3_column_bytes(st_, col))) : std::string();
+    }
+    int changes() const { return sqlite3_changes(db_); }
+
+private:
+    void check(int rc) {
+        if (rc != SQLITE_OK) fail(db_, rc, "sqlite bind failed");
+    }
+    sqlite3* db_;
+    sqlite3_stmt* st_;
+};
+
+class sqlite_session final : public session {
+public:
+    sqlite_session(const std::string& path, const dialect_context& ctx) : ctx_(ctx) {
+        int rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                                 nullptr);
+        if (rc != SQLITE_OK) {
+            std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+            sqlite3_close(db_);
+            throw connection_error("cannot open sqlite database '" + path + "': " + msg +
+                                   " (check that the directory exists and is writable)");
+        }
+        // Writers wait for each other up to the statement timeout instead of
+        // failing with SQLITE_BUSY at once.
+        sqlite3_busy_timeout(db_, static_cast<int>(ctx.options.statement_timeout.count()));
+        exec("PRAGMA journal_mode=WAL");
+        exec("PRAGMA foreign_keys=ON");
+    }
+    ~sqlite_session() override {
+        for (auto& [name, st] : cache_) sqlite3_finalize(st);
+        sqlite3_close_v2(db_);
+    }
+
+    grant_result grant(const grant_request& r) override {
+        grant_result out;
+        {
+            auto q = prepare("grant");
+            q.bind(1, r.key).bind(2, r.owner).bind(3, std::string_view(to_string(r.mode)));
+            q.bind(4, r.lease_ms).bind(5, r.holder).bind(6, r.note);
+            if (q.step()) out.token = q.integer(0);
+            while (q.step()) {
+            }
+        }
+        if (!out.token && r.want_remaining) {
+            auto q = prepare("remaining");
+            q.bind(1, r.key);
+            if (q.step() && !q.null(0)) out.remaining_ms = q.integer(0);
+        }
+        return out;
+    }
+
+    bool release(std::string_view key, std::string_view owner, sqlock::mode m) override {
+        auto q = prepare(m == mode::unique_insert ? "release_delete" : "release_clear");
+        q.bind(1, key).bind(2, owner);
+        q.run();
+        return q.changes() == 1;
+    }
+
+    bool renew(std::string_view key, std::string_view owner, std::int64_t lease_ms) override {
+        auto q = prepare("renew");
+        q.bind(1, key).bind(2, owner).bind(3, lease_ms);
+        q.run();
+        return q.changes() == 1;
+    }
+
+    row_lock lock_row(std::string_view, std::optional<std::int64_t>*) override { no_row_locks(); }
+    void end_row_lock() override { no_row_locks(); }
+    void ensure_row(std::string_view) override { no_row_locks(); }
+    std::int64_t bump_token(std::string_view) override { no_row_locks(); }
+
+    bool ping() override {
+        exec("SELECT 1");
+        return true;
+    }
+
+    lock_info inspect(std::string_view key) override {
+        auto q = prepare("inspect");
+        q.bind(1, key);
+        lock_info info;
+        info.key = std::string(key);
+        if (q.step()) {
+            if (!q.null(4)) {
+                info.held = true;
+                info.owner = q.text(0);
+                info.mode = q.text(1);
+                info.holder = q.text(2);
+                info.note = q.text(3);
+                info.expires_in = std::chrono::milliseconds(q.integer(4));
+            }
+            info.token = q.integer(5);
+        }
+        return info;
+    }
+
+    int schema_version() override {
+        try {
+            auto q = prepare("schema_version");
+            return q.step() ? static_cast<int>(q.integer(0)) : 0;
+        } catch (const schema_error&) {
+            return 0;
+        }
+    }
+
+    void migrate() override {
+        // BEGIN IMMEDIATE takes the write lock first, so concurrent migrators
+        // queue behind one another and each sees the version the last one left.
+        exec("BEGIN IMMEDIATE");
+        try {
+            int current = schema_version();
+            for (const auto& m : ctx_.sql->migrations())
+                if (m.version > current) exec(m.text);
+            exec("COMMIT");
+        } catch (...) {
+            sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+            throw;
+        }
+        cache_clear();
+    }
+
+private:
+    [[noreturn]] static void no_row_locks() {
+        throw config_error("select_for_update is not available on SQLite");
+    }
+
+    void exec(const std::string& sql) {
+        if (ctx_.statements) ++*ctx_.statements;
+        char* err = nullptr;
+        int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err);
+        if (rc != SQLITE_OK) {
+            std::string msg = err ? err : sqlite3_errstr(rc);
+            sqlite3_free(err);
+            if (msg.find("no such table") != std::string::npos)
+                throw schema_error("sqlock tables are missing (" + msg + "): run client.migrate()");
+            if ((rc & 0xff) == SQLITE_CANTOPEN) throw connection_error("sqlite: " + msg);
+            throw db_error(dialect_name, std::to_string(sqlite3_extended_errcode(db_)), "sqlite: " + msg);
+        }
+    }
+
+    query prepare(const std::string& name) {
+        auto it = cache_.find(name);
+        if (it == cache_.end()) {
+            const std::string& sql = ctx_.sql->get(name);
+            sqlite3_stmt* st = nullptr;
+            int rc = sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT,
+                                        &st, nullptr);
+            if (rc != SQLITE_OK) fail(db_, rc, "preparing " + name);
+            it = cache_.emplace(name, st).first;
+        }
+        return query(db_, it->second, ctx_.statements);
+    }
+
+    // Prepared statements refer to the schema; after a migration, prepare anew.
+    void cache_clear() {
+        for (auto& [name, st] : cache_) sqlite3_finalize(st);
+        cache_.clear();
+    }
+
+    const dialect_context& ctx_;
+    sqlite3* db_ = nullptr;
+    std::map<std::string, sqlite3_stmt*> cache_;
+};
+
+class sqlite_dialect final : public dialect {
+public:
+    sqlite_dialect(std::string path, const dialect_context& ctx) : path_(std::move(path)), ctx_(ctx) {}
+    std::string_view name() const override { return dialect_name; }
+    bool supports_row_locks() const override { return false; }
+    std::unique_ptr<session> connect() override { return std::make_unique<sqlite_session>(path_, ctx_); }
+
+private:
+    std::string path_;
+    const dialect_context& ctx_;
+};
+
+}  // namespace
+
+std::unique_ptr<dialect> make_sqlite(const url_parts& url, const dialect_context& ctx) {
+    return std::make_unique<sqlite_dialect>(url.path, ctx);
+}
+
+}  // namespace sqlock::detail
