@@ -320,7 +320,10 @@ client::client(std::shared_ptr<detail::client_impl> impl) : impl_(std::move(impl
 client client::open(std::string_view url, client_options options) {
     detail::validate_client_options(options);
     auto parts = detail::parse_url(url);
-    return client(std::make_shared<detail::client_impl>(parts, std::move(options)));
+    auto impl = std::make_shared<detail::client_impl>(parts, std::move(options));
+    // Connect now, so that a wrong URL fails here rather than at first use.
+    impl->put_back(impl->take_session(true, nullptr));
+    return client(std::move(impl));
 }
 
 void client::migrate() { impl_->migrate(); }

@@ -146,23 +146,21 @@ public:
     }
 
     bool release(std::string_view key, std::string_view owner, sqlock::mode m) override {
-        return guarded("release", [&] {
+        return owner_checked("release", [&] {
             auto& ps = prepared(m == mode::unique_insert ? "release_delete" : "release_clear");
             ps.setString(1, std::string(key));
             ps.setString(2, std::string(owner));
-            count();
-            return ps.executeUpdate() == 1;
+            return &ps;
         });
     }
 
     bool renew(std::string_view key, std::string_view owner, std::int64_t lease_ms) override {
-        return guarded("renew", [&] {
+        return owner_checked("renew", [&] {
             auto& ps = prepared("renew");
             ps.setInt64(1, lease_ms);
             ps.setString(2, std::string(key));
             ps.setString(3, std::string(owner));
-            count();
-            return ps.executeUpdate() == 1;
+            return &ps;
         });
     }
 
@@ -344,6 +342,23 @@ private:
         count();
         ps.executeUpdate();
         return read_token(key);
+    }
+
+    // Runs an owner-checked UPDATE/DELETE; true when it matched our row. A
+    // lock wait that times out means a select_for_update holder has the row,
+    // which it could only lock once no lease held it: the lease is not ours.
+    template <class F>
+    bool owner_checked(const char* what, F&& bind) {
+        return guarded(what, [&] {
+            sql::PreparedStatement* ps = bind();
+            count();
+            try {
+                return ps->executeUpdate() == 1;
+            } catch (const sql::SQLException& e) {
+                if (e.getErrorCode() == er_lock_wait_timeout) return false;
+                throw;
+            }
+        });
     }
 
     sql::PreparedStatement& prepared(const std::string& name) {

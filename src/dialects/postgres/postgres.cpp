@@ -63,21 +63,15 @@ public:
     }
 
     bool release(std::string_view key, std::string_view owner, sqlock::mode m) override {
-        return guarded("release", [&] {
-            pqxx::nontransaction tx(*conn_);
-            count();
-            auto res = tx.exec_prepared(prepared(m == mode::unique_insert ? "release_delete" : "release_clear"),
-                                        std::string(key), std::string(owner));
-            return res.affected_rows() == 1;
+        return owner_checked("release", [&](pqxx::nontransaction& tx) {
+            return tx.exec_prepared(prepared(m == mode::unique_insert ? "release_delete" : "release_clear"),
+                                    std::string(key), std::string(owner));
         });
     }
 
     bool renew(std::string_view key, std::string_view owner, std::int64_t lease_ms) override {
-        return guarded("renew", [&] {
-            pqxx::nontransaction tx(*conn_);
-            count();
-            auto res = tx.exec_prepared(prepared("renew"), std::string(key), std::string(owner), lease_ms);
-            return res.affected_rows() == 1;
+        return owner_checked("renew", [&](pqxx::nontransaction& tx) {
+            return tx.exec_prepared(prepared("renew"), std::string(key), std::string(owner), lease_ms);
         });
     }
 
@@ -212,6 +206,24 @@ private:
     const std::string& prepared(const std::string& name) {
         if (prepared_.insert(name).second) conn_->prepare(name, ctx_.sql->get(name));
         return name;
+    }
+
+    // Runs an owner-checked UPDATE/DELETE; true when it matched our row.
+    // A row lock that outlasts lock_timeout belongs to a select_for_update
+    // holder, which can only have locked the row once no lease held it: so
+    // the lease is not ours any more.
+    template <class F>
+    bool owner_checked(const char* what, F&& statement) {
+        return guarded(what, [&] {
+            pqxx::nontransaction tx(*conn_);
+            count();
+            try {
+                return statement(tx).affected_rows() == 1;
+            } catch (const pqxx::sql_error& e) {
+                if (e.sqlstate() == "55P03") return false;
+                throw;
+            }
+        });
     }
 
     [[noreturn]] void translate(const pqxx::sql_error& e, const char* what) {

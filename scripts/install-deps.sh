@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Install every Debian 12 package sqlock needs to build, test and demo.
+#
+# - Idempotent: if every package is already installed (checked with
+#   dpkg-query) we exit immediately, so scripts/test.sh and scripts/demo.sh can
+#   call this on every run at almost no cost.
+# - Non-interactive: DEBIAN_FRONTEND=noninteractive, one `apt-get update`,
+#   then `apt-get install -y --no-install-recommends`.
+# - Needs root only when something is actually missing; as a normal user with
+#   everything present it succeeds, otherwise it says clearly what is missing.
+# - Installing postgresql / mariadb-server must not leave system services
+#   running (the tests start their own throwaway servers on private ports, so a
+#   running system server would not collide, but it would waste memory and
+#   could confuse whoever looks at `ps`). We install a temporary policy-rc.d
+#   that forbids starting services if the machine does not already have one.
+set -euo pipefail
+
+PACKAGES=(
+  # toolchain
+  build-essential cmake pkg-config git ca-certificates
+  # libraries the C++ code links against / includes
+  libpqxx-dev libmysqlcppconn-dev libsqlite3-dev libspdlog-dev doctest-dev
+  libcli11-dev nlohmann-json3-dev
+  # database servers the integration tests run throwaway instances of
+  postgresql mariadb-server
+  # test helpers: clock skew (faketime), process inspection (ps), ports and
+  # network faults (ss, tc from iproute2)
+  faketime procps iproute2
+)
+
+# Print the packages from PACKAGES that are not fully installed ("ii").
+missing_packages() {
+  local pkg status
+  for pkg in "${PACKAGES[@]}"; do
+    # ${db:Status-Abbrev} is "ii " for an installed package; dpkg-query fails
+    # (non-zero) for a package it has never heard of.
+    status=$(dpkg-query -W -f='${db:Status-Abbrev}' "$pkg" 2>/dev/null || true)
+    if [[ "$status" != ii* ]]; then
+      printf '%s\n' "$pkg"
+    fi
+  done
+}
+
+mapfile -t missing < <(missing_packages)
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#PACKAGES[@]} packages already installed"
+  exit 0
+fi
+
+if [[ "$(id -u)" -ne 0 ]]; then
+  echo "install-deps: ERROR: these packages are missing and installing them needs root:" >&2
+  printf '  %s\n' "${missing[@]}" >&2
+  echo "install-deps: run 'sudo $0' (or as root) once, then rerun." >&2
+  exit 1
+fi
+
+echo "install-deps: installing ${#missing[@]} missing package(s): ${missing[*]}"
+
+# Keep package maintainer scripts from starting postgresql/mariadb services.
+# Only add a policy-rc.d if none exists (containers usually ship one that
+# already exits 101), and remove only the one we created.
+POLICY=/usr/sbin/policy-rc.d
+created_policy=0
+cleanup() {
+  if ((created_policy)); then
+    rm -f "$POLICY"
+  fi
+}
+trap cleanup EXIT
+if [[ ! -e "$POLICY" ]]; then
+  printf '#!/bin/sh\n# temporary, created by sqlock scripts/install-deps.sh\nexit 101\n' >"$POLICY"
+  chmod 0755 "$POLICY"
+  created_policy=1
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+apt-get update
+# Install the whole list (not only the missing ones) so apt resolves them as
+# one transaction; already-installed packages are a no-op. Keep existing
+# config files if a package is reinstalled/upgraded.
+apt-get install -y --no-install-recommends \
+  -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
+  "${PACKAGES[@]}"
+
+mapfile -t still_missing < <(missing_packages)
+if ((${#still_missing[@]} != 0)); then
+  echo "install-deps: ERROR: still missing after apt-get install: ${still_missing[*]}" >&2
+  exit 1
+fi
+echo "install-deps: done"

@@ -1,0 +1,518 @@
+// The contract every backend meets, run against real servers (and SQLite files).
+
+#include "support/doctest_types.hpp"
+
+#include <sqlock/sqlock.hpp>
+
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
+using namespace std::chrono_literals;
+using sqlock::mode;
+
+namespace {
+
+std::vector<mode> modes_of(const test::backend_base& db) {
+    std::vector<mode> m{mode::unique_insert, mode::conditional_update};
+    if (db.row_locks()) m.push_back(mode::select_for_update);
+    return m;
+}
+
+std::uint64_t statements(const sqlock::client& c) { return c.stats().statements; }
+
+}  // namespace
+
+TEST_SUITE("contract") {
+
+TEST_CASE_TEMPLATE("a held key is exclusive until released", Db, ALL_BACKENDS) {
+    Db db;
+    auto a = db.open();
+    auto b = db.open();
+    for (mode m : modes_of(db)) {
+        CAPTURE(sqlock::to_string(m));
+        auto first = a.try_acquire("reports/nightly", {.mode = m});
+        REQUIRE(first);
+        CHECK(first->mode() == m);
+        CHECK_FALSE(b.try_acquire("reports/nightly", {.mode = m}));
+        CHECK(b.stats().contention_misses >= 1);
+        first->release();
+        auto second = b.try_acquire("reports/nightly", {.mode = m});
+        REQUIRE(second);
+        CHECK(second->token() > first->token());
+    }
+}
+
+TEST_CASE_TEMPLATE("the modes exclude each other on one key", Db, ALL_BACKENDS) {
+    Db db;
+    auto a = db.open();
+    auto b = db.open();
+    for (mode held : modes_of(db)) {
+        auto lease = a.try_acquire("shared/key", {.mode = held});
+        REQUIRE(lease);
+        for (mode other : modes_of(db)) {
+            CAPTURE(sqlock::to_string(held));
+            CAPTURE(sqlock::to_string(other));
+            CHECK_FALSE(b.try_acquire("shared/key", {.mode = other}));
+        }
+        lease->release();
+    }
+}
+
+TEST_CASE_TEMPLATE("select_for_update is refused on SQLite with a reason", Db, test::sqlite_db) {
+    Db db;
+    auto c = db.open();
+    try {
+        (void)c.try_acquire("k", {.mode = mode::select_for_update});
+        FAIL("expected config_error");
+    } catch (const sqlock::config_error& e) {
+        CHECK(std::string(e.what()).find("row locks") != std::string::npos);
+    }
+}
+
+TEST_CASE_TEMPLATE("fencing tokens rise across modes, releases, expiries and row deletions", Db, ALL_BACKENDS) {
+    Db db;
+    auto c = db.open();
+    auto other = db.open();
+    auto raw = db.raw();
+    const std::string key = "fence/key";
+    std::int64_t last = 0;
+    auto expect_larger = [&](const sqlock::lease& l) {
+        CHECK(l.token() > last);
+        last = l.token();
+        // No attempt burns a token: the counter equals the last grant.
+        CHECK(c.inspect(key).token == last);
+    };
+    for (int round = 0; round < 3; ++round) {
+        for (mode m : modes_of(db)) {
+            CAPTURE(sqlock::to_string(m));
+            auto l = c.try_acquire(key, {.mode = m});
+            REQUIRE(l);
+            expect_larger(*l);
+            CHECK_FALSE(other.try_acquire(key, {.mode = m}));  // contention leaves the counter alone
+            CHECK(c.inspect(key).token == last);
+            l->release();
+        }
+    }
+    // Expiry: a lease that runs out is taken over, in every lease mode, by every mode.
+    for (mode first : {mode::unique_insert, mode::conditional_update}) {
+        for (mode next : modes_of(db)) {
+            CAPTURE(sqlock::to_string(first));
+            CAPTURE(sqlock::to_string(next));
+            auto stale = c.try_acquire(key, {.mode = first, .lease = 150ms, .reentrant = false});
+            REQUIRE(stale);
+            expect_larger(*stale);
+            std::this_thread::sleep_for(250ms);
+            auto taken = other.try_acquire(key, {.mode = next});
+            REQUIRE(taken);
+            CHECK(taken->token() > last);
+            last = taken->token();
+            CHECK_FALSE(stale->renew());
+            stale->release();  // a no-op for the new holder
+            CHECK(c.inspect(key).held);
+            taken->release();
+        }
+    }
+    // Row deletions: the lock row vanishes (unique_insert release, a sweep, a DBA).
+    {
+        auto l = c.try_acquire(key, {.mode = mode::unique_insert});
+        REQUIRE(l);
+        expect_larger(*l);
+        l->release();
+        raw->exec("DELETE FROM " + db.table("locks"));
+        for (mode m : modes_of(db)) {
+            CAPTURE(sqlock::to_string(m));
+            auto again = c.try_acquire(key, {.mode = m});
+            REQUIRE(again);
+            expect_larger(*again);
+            if (m != mode::select_for_update) {
+                // Behind the holder's back (a select_for_update holder's row
+                // lock would make this wait, which is the point of that mode).
+                raw->exec("DELETE FROM " + db.table("locks"));
+                CHECK_FALSE(again->renew());
+            }
+            again->release();
+            raw->exec("DELETE FROM " + db.table("locks"));
+        }
+    }
+}
+
+TEST_CASE_TEMPLATE("a stale lease cannot release or renew its successor's lock", Db, ALL_BACKENDS) {
+    Db db;
+    auto a = db.open();
+    auto b = db.open();
+    auto c = db.open();
+    for (mode m : {mode::unique_insert, mode::conditional_update}) {
+        CAPTURE(sqlock::to_string(m));
+        auto stale = a.try_acquire("jobs/stale", {.mode = m, .lease = 150ms});
+        REQUIRE(stale);
+        std::this_thread::sleep_for(250ms);
+        CHECK(stale->lost());
+        auto fresh = b.try_acquire("jobs/stale", {.mode = m, .lease = 30s});
+        REQUIRE(fresh);
+        CHECK(fresh->owner() != stale->owner());
+        CHECK_FALSE(stale->renew());
+        stale->release();
+        CHECK_THROWS_AS(stale->check(), sqlock::lease_lost_error);
+        CHECK_FALSE(c.try_acquire("jobs/stale", {.mode = m}));
+        auto info = c.inspect("jobs/stale");
+        CHECK(info.held);
+        CHECK(info.owner == fresh->owner());
+        CHECK(info.expires_in > 20s);
+    }
+}
+
+TEST_CASE_TEMPLATE("an expired lease cannot be renewed even before anyone takes it", Db, ALL_BACKENDS) {
+    Db db;
+    auto a = db.open();
+    auto l = a.try_acquire("k", {.lease = 150ms});
+    REQUIRE(l);
+    CHECK(l->renew());  // in time: extended
+    std::this_thread::sleep_for(250ms);
+    CHECK_FALSE(l->renew());
+    CHECK(l->lost());
+    CHECK(a.stats().leases_lost == 1);
+}
+
+TEST_CASE_TEMPLATE("renewal keeps a lease alive past its first expiry", Db, ALL_BACKENDS) {
+    Db db;
+    auto a = db.open();
+    auto b = db.open();
+    auto l = a.try_acquire("k", {.lease = 400ms});
+    REQUIRE(l);
+    for (int i = 0; i < 4; ++i) {
+        std::this_thread::sleep_for(150ms);
+        REQUIRE(l->renew());
+    }
+    CHECK_FALSE(b.try_acquire("k"));
+    CHECK_FALSE(l->lost());
+    CHECK(a.stats().renewals == 4);
+}
+
+TEST_CASE_TEMPLATE("owner ids are random per acquisition", Db, ALL_BACKENDS) {
+    Db db;
+    auto c = db.open();
+    std::set<std::string> owners;
+    for (int i = 0; i < 50; ++i) {
+        auto l = c.try_acquire("k");
+        REQUIRE(l);
+        CHECK(l->owner().size() == 32);
+        CHECK(l->owner().find_first_not_of("0123456789abcdef") == std::string::npos);
+        owners.insert(l->owner());
+    }
+    CHECK(owners.size() == 50);
+}
+
+TEST_CASE_TEMPLATE("the same thread re-acquiring a key gets the same grant", Db, ALL_BACKENDS) {
+    Db db;
+    auto a = db.open();
+    auto b = db.open();
+    for (mode m : modes_of(db)) {
+        CAPTURE(sqlock::to_string(m));
+        auto outer = a.try_acquire("k", {.mode = m});
+        REQUIRE(outer);
+        const auto grants = a.stats().acquisitions;
+        const auto sent = statements(a);
+        auto inner = a.try_acquire("k", {.mode = m});
+        REQUIRE(inner);
+        CHECK(inner->token() == outer->token());
+        CHECK(inner->owner() == outer->owner());
+        CHECK(a.stats().acquisitions == grants);  // no second grant
+        CHECK(statements(a) == sent);              // not even a round trip
+        auto blocking = a.acquire("k", 0ms, {.mode = m});
+        CHECK(blocking.token() == outer->token());
+        blocking.release();
+        inner->release();
+        CHECK_FALSE(b.try_acquire("k", {.mode = m}));  // the outermost lease still holds it
+        outer->release();
+        auto next = b.try_acquire("k", {.mode = m});
+        REQUIRE(next);
+        CHECK(next->token() > outer->token());
+    }
+}
+
+TEST_CASE_TEMPLATE("reentrancy can be turned off", Db, ALL_BACKENDS) {
+    Db db;
+    auto a = db.open();
+    auto outer = a.try_acquire("k", {.reentrant = false});
+    REQUIRE(outer);
+    CHECK_FALSE(a.try_acquire("k", {.reentrant = false}));
+    CHECK_FALSE(a.try_acquire("k"));  // the outer grant did not register for reentry
+}
+
+TEST_CASE_TEMPLATE("another thread of the same client does not reenter", Db, ALL_BACKENDS) {
+    Db db;
+    auto a = db.open();
+    auto outer = a.try_acquire("k");
+    REQUIRE(outer);
+    bool got = true;
+    std::thread([&] { got = a.try_acquire("k").has_value(); }).join();
+    CHECK_FALSE(got);
+}
+
+TEST_CASE_TEMPLATE("a blocking acquire honours its timeout without a busy loop", Db, ALL_BACKENDS) {
+    Db db;
+    auto holder = db.open();
+    auto waiter = db.open();
+    auto held = holder.try_acquire("k", {.lease = 30s});
+    REQUIRE(held);
+    CHECK_THROWS_AS(waiter.acquire("k", 700ms), sqlock::timeout_error);
+    // Backoff doubles from a few ms up to a second: a handful of attempts, not hundreds.
+    const auto attempts = waiter.stats().contention_misses;
+    CHECK(attempts >= 3);
+    CHECK(attempts <= 12);
+}
+
+TEST_CASE_TEMPLATE("a blocking acquire wakes when the holder's lease runs out", Db, ALL_BACKENDS) {
+    Db db;
+    auto holder = db.open();
+    auto waiter = db.open();
+    auto held = holder.try_acquire("k", {.lease = 1500ms});
+    REQUIRE(held);
+    auto got = waiter.acquire("k", 20s);
+    CHECK(got.token() > held->token());
+    // Backoff is capped by the holder's remaining lease, so the waiter keeps
+    // trying around the expiry instead of sleeping through it.
+    CHECK(waiter.stats().contention_misses <= 16);
+    CHECK_FALSE(held->renew());
+}
+
+TEST_CASE_TEMPLATE("a release in the same client wakes a local waiter at once", Db, ALL_BACKENDS) {
+    Db db;
+    auto c = db.open();
+    std::optional<sqlock::lease> held = c.try_acquire("k", {.lease = 60s, .reentrant = false});
+    REQUIRE(held);
+    std::thread releaser([&] {
+        std::this_thread::sleep_for(300ms);
+        held->release();
+    });
+    auto got = c.acquire("k", 20s, {.reentrant = false});
+    releaser.join();
+    CHECK(got.token() > held->token());
+}
+
+TEST_CASE_TEMPLATE("keys with quotes, wildcards, escapes and emoji are ordinary keys", Db, ALL_BACKENDS) {
+    Db db;
+    auto c = db.open();
+    auto other = db.open();
+    const std::vector<std::string> keys = {
+        "it's \"quoted\"", "semi;colon", "x'; DROP TABLE " + db.table("locks") + "; --", "100%", "a_b", "a%",
+        "ab", "back\\slash", "new\nline", "tab\there", "emoji 🔒🚀", "Key", "key", "a ", "a",
+        std::string(255, 'z'), "ключ", "鍵"};
+    std::vector<sqlock::lease> held;
+    for (const auto& k : keys) {
+        CAPTURE(k);
+        auto l = c.try_acquire(k, {.reentrant = false});
+        REQUIRE(l);  // distinct from every key before it: no wildcard, case or padding folding
+        CHECK(l->key() == k);
+        CHECK_FALSE(other.try_acquire(k));
+        CHECK(other.inspect(k).owner == l->owner());
+        held.push_back(std::move(*l));
+    }
+    for (auto& l : held) l.release();
+    for (const auto& k : keys) CHECK(other.try_acquire(k));
+}
+
+TEST_CASE_TEMPLATE("bad input is rejected before any SQL runs", Db, ALL_BACKENDS) {
+    Db db;
+    auto c = db.open();
+    (void)c.try_acquire("warm-up");  // the schema check happens once, before this count
+    const auto before = statements(c);
+    CHECK_THROWS_AS(c.try_acquire(""), sqlock::config_error);
+    CHECK_THROWS_AS(c.try_acquire(std::string(256, 'k')), sqlock::config_error);
+    CHECK_THROWS_AS(c.try_acquire("\xff\xfe"), sqlock::config_error);
+    CHECK_THROWS_AS(c.try_acquire(std::string("nul\0byte", 8)), sqlock::config_error);
+    CHECK_THROWS_AS(c.try_acquire("k", {.lease = 0ms}), sqlock::config_error);
+    CHECK_THROWS_AS(c.try_acquire("k", {.lease = -1s}), sqlock::config_error);
+    CHECK_THROWS_AS(c.acquire("k", -1ms), sqlock::config_error);
+    CHECK_THROWS_AS(c.try_acquire("k", {.note = std::string(2000, 'n')}), sqlock::config_error);
+    CHECK_THROWS_AS(c.inspect(""), sqlock::config_error);
+    CHECK(statements(c) == before);
+}
+
+TEST_CASE_TEMPLATE("a note and the holder are stored for people to read", Db, ALL_BACKENDS) {
+    Db db;
+    auto c = db.open();
+    auto l = c.try_acquire("k", {.note = "nightly run; started by cron 💤"});
+    REQUIRE(l);
+    auto info = db.open().inspect("k");
+    CHECK(info.held);
+    CHECK(info.note == "nightly run; started by cron 💤");
+    CHECK(info.holder.find(":" + std::to_string(getpid()) + ":") != std::string::npos);
+    CHECK(info.mode == "conditional_update");
+    CHECK(info.token == l->token());
+}
+
+TEST_CASE_TEMPLATE("a lease reports lost once its local deadline passes", Db, ALL_BACKENDS) {
+    Db db;
+    auto c = db.open();
+    auto l = c.try_acquire("k", {.lease = 200ms});
+    REQUIRE(l);
+    CHECK_FALSE(l->lost());
+    CHECK_NOTHROW(l->check());
+    std::this_thread::sleep_for(200ms);  // past lease - margin (a tenth of it)
+    CHECK(l->lost());
+    CHECK_THROWS_AS(l->check(), sqlock::lease_lost_error);
+}
+
+TEST_CASE_TEMPLATE("release is idempotent and a moved-from lease is inert", Db, ALL_BACKENDS) {
+    Db db;
+    auto c = db.open();
+    auto l = c.try_acquire("k");
+    REQUIRE(l);
+    sqlock::lease moved = std::move(*l);
+    l.reset();  // destroying the moved-from lease releases nothing
+    CHECK(db.open().inspect("k").held);
+    moved.release();
+    moved.release();
+    CHECK(c.stats().releases == 1);
+    CHECK_FALSE(db.open().inspect("k").held);
+}
+
+TEST_CASE_TEMPLATE("the mutex adapter works with std::unique_lock and std::scoped_lock", Db, ALL_BACKENDS) {
+    Db db;
+    auto a = db.open();
+    auto b = db.open();
+    sqlock::mutex m1(a, "m/one");
+    sqlock::mutex m2(a, "m/two");
+    sqlock::mutex contender(b, "m/one");
+    {
+        std::unique_lock lock(m1);
+        REQUIRE(m1.held());
+        CHECK(m1.held()->token() > 0);
+        CHECK_FALSE(contender.try_lock());
+        CHECK_FALSE(contender.try_lock_for(100ms));
+        CHECK_FALSE(contender.try_lock_until(std::chrono::steady_clock::now() + 50ms));
+        CHECK_THROWS_AS(m1.lock(), std::system_error);
+    }
+    CHECK(m1.held() == nullptr);
+    {
+        std::scoped_lock both(m1, m2);
+        CHECK(m1.held());
+        CHECK(m2.held());
+    }
+    std::unique_lock timed(contender, std::defer_lock);
+    CHECK(timed.try_lock_for(1s));
+}
+
+TEST_CASE_TEMPLATE("migrate is idempotent and reports the schema version", Db, ALL_BACKENDS) {
+    Db db;
+    auto c = db.open();
+    c.migrate();
+    c.migrate();
+    CHECK(c.schema_version() == c.required_schema_version());
+    CHECK(c.try_acquire("k"));
+}
+
+TEST_CASE_TEMPLATE("a missing or older schema asks for migrate", Db, ALL_BACKENDS) {
+    Db db;
+    auto opts = db.options();
+    opts.table_prefix = "none" + test::random_hex(8) + "_";
+    auto bare = sqlock::client::open(db.url(), opts);
+    CHECK(bare.schema_version() == 0);
+    try {
+        (void)bare.try_acquire("k");
+        FAIL("expected schema_error");
+    } catch (const sqlock::schema_error& e) {
+        CHECK(std::string(e.what()).find("migrate") != std::string::npos);
+    }
+    // An older schema: the version table says less than the library needs.
+    db.raw()->exec("DELETE FROM " + db.table("schema_version"));
+    auto old = db.open();
+    CHECK(old.schema_version() == 0);
+    CHECK_THROWS_AS(old.try_acquire("k"), sqlock::schema_error);
+    old.migrate();
+    CHECK(old.try_acquire("k"));
+}
+
+TEST_CASE_TEMPLATE("an unreachable database gives connection_error without the password", Db, SERVER_BACKENDS) {
+    Db db;
+    const std::string scheme = db.name() == "postgres" ? "postgresql" : "mysql";
+    // Port 1 on loopback: nothing listens there.
+    const std::string url = scheme + "://sqlock:s3cr3t-pw@127.0.0.1:1/sqlock_test";
+    sqlock::client_options o = db.options();
+    o.connect_timeout = 2s;
+    try {
+        (void)sqlock::client::open(url, o);
+        FAIL("expected connection_error");
+    } catch (const sqlock::connection_error& e) {
+        const std::string msg = e.what();
+        CHECK(msg.find("s3cr3t-pw") == std::string::npos);
+        CHECK(msg.find("127.0.0.1") != std::string::npos);
+    }
+}
+
+TEST_CASE_TEMPLATE("an unopenable SQLite file gives connection_error", Db, test::sqlite_db) {
+    CHECK_THROWS_AS(sqlock::client::open("sqlite:/nonexistent-dir-" + test::random_hex(6) + "/locks.db"),
+                    sqlock::connection_error);
+}
+
+TEST_CASE_TEMPLATE("password and unix-socket URL forms connect", Db, SERVER_BACKENDS) {
+    Db db;
+    std::vector<std::string> urls;
+    if (db.name() == "postgres") {
+        const auto port = db.url().substr(db.url().rfind(':') + 1, db.url().rfind('/') - db.url().rfind(':') - 1);
+        const auto dir = test::env_or_throw("SQLOCK_TEST_POSTGRES_SOCKET_DIR");
+        urls.push_back("postgresql://postgres@/sqlock_test?host=" + dir + "&port=" + port);
+        urls.push_back("postgres://sqlock:s3cr3t-pw@127.0.0.1:" + port + "/sqlock_test");
+    } else {
+        const auto sock = test::env_or_throw("SQLOCK_TEST_MYSQL_SOCKET");
+        const auto port = db.url().substr(db.url().rfind(':') + 1, db.url().rfind('/') - db.url().rfind(':') - 1);
+        urls.push_back("mysql://root@localhost/sqlock_test?socket=" + sock);
+        urls.push_back("mariadb://sqlock:s3cr3t-pw@127.0.0.1:" + port + "/sqlock_test");
+    }
+    for (const auto& url : urls) {
+        CAPTURE(url);
+        // A prefix of this user's own, so the tables are its own too.
+        auto opts = db.options();
+        opts.table_prefix = "u" + test::random_hex(8) + "_";
+        auto c = sqlock::client::open(url, opts);
+        c.migrate();
+        auto l = c.try_acquire("via/" + test::random_hex(6));
+        CHECK(l);
+    }
+}
+
+TEST_CASE_TEMPLATE("many threads of many clients never share a key", Db, ALL_BACKENDS) {
+    Db db;
+    for (mode m : modes_of(db)) {
+        CAPTURE(sqlock::to_string(m));
+        std::vector<sqlock::client> clients;
+        for (int i = 0; i < 4; ++i) clients.push_back(db.open());
+        std::atomic<int> inside{0};
+        std::atomic<int> overlaps{0};
+        std::atomic<int> done{0};
+        std::mutex tokens_mu;
+        std::vector<std::int64_t> tokens;
+        std::vector<std::thread> threads;
+        for (int t = 0; t < 8; ++t) {
+            threads.emplace_back([&, t] {
+                auto& c = clients[static_cast<std::size_t>(t % 4)];
+                for (int i = 0; i < 25; ++i) {
+                    auto l = c.acquire("hot", 60s, {.mode = m, .reentrant = false});
+                    if (inside.fetch_add(1) != 0) ++overlaps;
+                    {
+                        std::lock_guard g(tokens_mu);
+                        tokens.push_back(l.token());
+                    }
+                    std::this_thread::sleep_for(100us);
+                    inside.fetch_sub(1);
+                    l.release();
+                    ++done;
+                }
+            });
+        }
+        for (auto& th : threads) th.join();
+        CHECK(overlaps == 0);
+        CHECK(done == 200);
+        // Appended while holding the key, so in grant order.
+        for (std::size_t i = 1; i < tokens.size(); ++i) CHECK(tokens[i] > tokens[i - 1]);
+    }
+}
+
+}  // TEST_SUITE

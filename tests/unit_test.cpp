@@ -1,0 +1,153 @@
+// Unit tests that need no database: URL parsing, redaction, input checks,
+// SQL splitting and prefixing.
+
+#include "core/sql_library.hpp"
+#include "core/url.hpp"
+#include "core/validate.hpp"
+
+#include <sqlock/sqlock.hpp>
+
+#include <doctest/doctest.h>
+
+using namespace std::chrono_literals;
+using sqlock::detail::parse_url;
+using sqlock::detail::redact_url;
+
+TEST_SUITE("unit") {
+
+TEST_CASE("postgres URLs are handed to libpq as given") {
+    for (const char* url : {"postgresql://app:pw@db:5432/app", "postgres://app@/app?host=/var/run/postgresql",
+                            "postgresql://%2Fvar%2Frun%2Fpostgresql/app", "postgresql://db/app?sslmode=disable"}) {
+        auto u = parse_url(url);
+        CHECK(u.scheme == "postgres");
+        CHECK(u.raw == url);
+    }
+    CHECK_THROWS_AS(parse_url("postgresql:app"), sqlock::config_error);
+}
+
+TEST_CASE("mysql URLs name user, password, host, port, database and socket") {
+    auto u = parse_url("mysql://app:p%40ss@db.example:3307/orders");
+    CHECK(u.scheme == "mysql");
+    CHECK(u.user == "app");
+    CHECK(u.password == "p@ss");
+    CHECK(u.host == "db.example");
+    CHECK(u.port == 3307);
+    CHECK(u.database == "orders");
+
+    auto s = parse_url("mariadb://app@localhost/orders?socket=/run/mysqld/mysqld.sock");
+    CHECK(s.scheme == "mysql");
+    CHECK(s.socket == "/run/mysqld/mysqld.sock");
+    CHECK(s.password.empty());
+
+    CHECK(parse_url("mysql://app@db/orders").port == 0);
+    CHECK_THROWS_AS(parse_url("mysql://app@db:notaport/orders"), sqlock::config_error);
+    CHECK_THROWS_AS(parse_url("mysql://app@db:70000/orders"), sqlock::config_error);
+    CHECK_THROWS_AS(parse_url("mysql://app@db"), sqlock::config_error);
+    CHECK_THROWS_AS(parse_url("mysql://app@db/orders?sslmode=on"), sqlock::config_error);
+    CHECK_THROWS_AS(parse_url("mysql://app@db/orders?socket"), sqlock::config_error);
+    CHECK_THROWS_AS(parse_url("mysql://app:bad%zzescape@db/orders"), sqlock::config_error);
+}
+
+TEST_CASE("sqlite URLs take relative and absolute paths") {
+    CHECK(parse_url("sqlite:locks.db").path == "locks.db");
+    CHECK(parse_url("sqlite:data/locks.db").path == "data/locks.db");
+    CHECK(parse_url("sqlite:/var/app/locks.db").path == "/var/app/locks.db");
+    CHECK(parse_url("sqlite:///var/app/locks.db").path == "/var/app/locks.db");
+    CHECK(parse_url("sqlite://locks.db").path == "locks.db");
+    CHECK_THROWS_AS(parse_url("sqlite:"), sqlock::config_error);
+    CHECK_THROWS_AS(parse_url("sqlite::memory:"), sqlock::config_error);
+    CHECK_THROWS_AS(parse_url("sqlite:locks.db?mode=ro"), sqlock::config_error);
+}
+
+TEST_CASE("unknown or missing schemes are configuration errors") {
+    CHECK_THROWS_AS(parse_url(""), sqlock::config_error);
+    CHECK_THROWS_AS(parse_url("locks.db"), sqlock::config_error);
+    CHECK_THROWS_AS(parse_url("redis://localhost"), sqlock::config_error);
+    CHECK_THROWS_AS(sqlock::client::open("oracle://scott:tiger@db/x"), sqlock::config_error);
+}
+
+TEST_CASE("error messages never show a password") {
+    CHECK(redact_url("postgresql://app:hunter2@db/app") == "postgresql://app:***@db/app");
+    CHECK(redact_url("mysql://app:hunter2@db:3306/x") == "mysql://app:***@db:3306/x");
+    CHECK(redact_url("postgresql://db/app?user=x&password=hunter2&sslmode=off").find("hunter2") == std::string::npos);
+    CHECK(redact_url("postgresql://app@db/app") == "postgresql://app@db/app");
+    try {
+        sqlock::client::open("oracle://scott:hunter2@db/x");
+        FAIL("expected config_error");
+    } catch (const sqlock::config_error& e) {
+        CHECK(std::string(e.what()).find("hunter2") == std::string::npos);
+    }
+}
+
+TEST_CASE("keys are 1 to 255 bytes of UTF-8 without NUL") {
+    using sqlock::detail::validate_key;
+    CHECK_NOTHROW(validate_key("a"));
+    CHECK_NOTHROW(validate_key(std::string(255, 'k')));
+    CHECK_NOTHROW(validate_key("billing/close-day 🔒 \"quoted\"; 50% _x\\y\nz"));
+    CHECK_THROWS_AS(validate_key(""), sqlock::config_error);
+    CHECK_THROWS_AS(validate_key(std::string(256, 'k')), sqlock::config_error);
+    CHECK_THROWS_AS(validate_key(std::string("a\0b", 3)), sqlock::config_error);
+    CHECK_THROWS_AS(validate_key("\xff"), sqlock::config_error);            // not UTF-8
+    CHECK_THROWS_AS(validate_key("\xc0\xaf"), sqlock::config_error);        // overlong '/'
+    CHECK_THROWS_AS(validate_key("\xed\xa0\x80"), sqlock::config_error);    // surrogate
+    CHECK_THROWS_AS(validate_key("\xf0\x9f\x94"), sqlock::config_error);    // truncated emoji
+    CHECK_THROWS_AS(validate_key("\xf4\x90\x80\x80"), sqlock::config_error);  // above U+10FFFF
+    try {
+        validate_key(std::string(300, 'k'));
+    } catch (const sqlock::config_error& e) {
+        CHECK(std::string(e.what()).find("255") != std::string::npos);
+    }
+}
+
+TEST_CASE("lock options and timeouts are checked") {
+    using sqlock::detail::validate_lock_options;
+    CHECK_NOTHROW(validate_lock_options({}));
+    CHECK_THROWS_AS(validate_lock_options({.lease = 0ms}), sqlock::config_error);
+    CHECK_THROWS_AS(validate_lock_options({.lease = -5s}), sqlock::config_error);
+    CHECK_THROWS_AS(validate_lock_options({.lease = 1s, .safety_margin = 2s}), sqlock::config_error);
+    CHECK_THROWS_AS(validate_lock_options({.note = std::string(1025, 'n')}), sqlock::config_error);
+    CHECK_THROWS_AS(validate_lock_options({.note = "\xff"}), sqlock::config_error);
+    CHECK_THROWS_AS(sqlock::detail::validate_timeout(-1ms), sqlock::config_error);
+    CHECK_NOTHROW(sqlock::detail::validate_timeout(0ms));
+}
+
+TEST_CASE("table prefixes must be lower-case identifiers") {
+    using sqlock::detail::validate_client_options;
+    auto with = [](std::string p) {
+        sqlock::client_options o;
+        o.table_prefix = std::move(p);
+        return o;
+    };
+    CHECK_NOTHROW(validate_client_options(with("sqlock_")));
+    CHECK_NOTHROW(validate_client_options(with("app_locks_")));
+    CHECK_THROWS_AS(validate_client_options(with("")), sqlock::config_error);
+    CHECK_THROWS_AS(validate_client_options(with("Locks_")), sqlock::config_error);
+    CHECK_THROWS_AS(validate_client_options(with("1locks")), sqlock::config_error);
+    CHECK_THROWS_AS(validate_client_options(with("x; DROP TABLE users; --")), sqlock::config_error);
+    CHECK_THROWS_AS(validate_client_options(with("a\"b")), sqlock::config_error);
+    CHECK_THROWS_AS(validate_client_options(with(std::string(41, 'a'))), sqlock::config_error);
+    CHECK_THROWS_AS(sqlock::client::open("sqlite:/tmp/never-created.db", with("bad-prefix")), sqlock::config_error);
+}
+
+TEST_CASE("migrations split into statements at line-ending semicolons") {
+    auto parts = sqlock::detail::split_statements(
+        "-- comment;\nCREATE TABLE a (x int);\n\nINSERT INTO a VALUES (1)\n  ;\n-- trailing\n");
+    REQUIRE(parts.size() == 2);
+    CHECK(parts[0].find("CREATE TABLE a") != std::string::npos);
+    CHECK(parts[1].find("INSERT INTO a") != std::string::npos);
+}
+
+TEST_CASE("the table prefix replaces sqlock_ everywhere in the embedded SQL") {
+    CHECK(sqlock::detail::apply_prefix("SELECT * FROM sqlock_locks JOIN sqlock_fences", "app_") ==
+          "SELECT * FROM app_locks JOIN app_fences");
+    sqlock::detail::sql_library lib("postgres", "zz_");
+    CHECK(lib.latest_version() >= 1);
+    CHECK(lib.get("grant").find("sqlock_") == std::string::npos);
+    CHECK(lib.get("grant").find("zz_locks") != std::string::npos);
+    for (const char* dialect : {"postgres", "mysql", "sqlite"}) {
+        sqlock::detail::sql_library l(dialect, "sqlock_");
+        CHECK(l.migrations().front().version == 1);
+    }
+}
+
+}  // TEST_SUITE

@@ -1,0 +1,130 @@
+// sqlock_test_worker: the other processes of multi-process tests. Each
+// subcommand prints what it observed, one fact per line, so that the test
+// (the parent) can assert on it.
+//
+//   counter URL PREFIX KEY MODE ITERATIONS FILE
+//       ITERATIONS times: acquire KEY, read the integer in FILE, sleep a
+//       little, write it back plus one, append "token owner" to FILE.tokens,
+//       release. Unguarded read-modify-write: only the lock keeps it exact.
+//   hold URL PREFIX KEY MODE LEASE_MS
+//       acquire KEY (waiting up to 30 s), print "token T", then sleep until killed.
+//   migrate URL PREFIX
+//       run migrate(), print "version V".
+//   clock URL PREFIX KEY LEASE_MS
+//       the clock-skew scenario (run under faketime by the test): see below.
+
+#include <sqlock/sqlock.hpp>
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <string>
+#include <thread>
+
+using namespace std::chrono_literals;
+
+namespace {
+
+sqlock::mode parse_mode(const std::string& m) {
+    if (m == "unique_insert") return sqlock::mode::unique_insert;
+    if (m == "conditional_update") return sqlock::mode::conditional_update;
+    if (m == "select_for_update") return sqlock::mode::select_for_update;
+    throw std::runtime_error("unknown mode " + m);
+}
+
+sqlock::client open(const std::string& url, const std::string& prefix) {
+    sqlock::client_options o;
+    o.table_prefix = prefix;
+    return sqlock::client::open(url, o);
+}
+
+void say(const std::string& line) {
+    std::cout << line << std::endl;  // flushed: the parent reads line by line
+}
+
+int counter(char** argv) {
+    auto db = open(argv[2], argv[3]);
+    const std::string key = argv[4];
+    const auto m = parse_mode(argv[5]);
+    const int iterations = std::stoi(argv[6]);
+    const std::string file = argv[7];
+    std::mt19937 rng(static_cast<unsigned>(getpid()));
+    for (int i = 0; i < iterations; ++i) {
+        auto lease = db.acquire(key, 120s, {.mode = m, .lease = 20s});
+        long value = 0;
+        {
+            std::ifstream in(file);
+            in >> value;
+        }
+        // Widen the race window: without the lock, lost updates are certain.
+        std::this_thread::sleep_for(std::chrono::microseconds(rng() % 300));
+        {
+            std::ofstream out(file, std::ios::trunc);
+            out << value + 1 << "\n";
+        }
+        {
+            std::ofstream log(file + ".tokens", std::ios::app);
+            log << lease.token() << " " << lease.owner() << "\n";
+        }
+        lease.release();
+    }
+    say("done " + std::to_string(iterations));
+    return 0;
+}
+
+int hold(char** argv) {
+    auto db = open(argv[2], argv[3]);
+    auto lease = db.acquire(argv[4], 30s,
+                            {.mode = parse_mode(argv[5]), .lease = std::chrono::milliseconds(std::stoll(argv[6]))});
+    say("token " + std::to_string(lease.token()));
+    for (;;) pause();
+}
+
+int migrate(char** argv) {
+    auto db = open(argv[2], argv[3]);
+    db.migrate();
+    say("version " + std::to_string(db.schema_version()));
+    return 0;
+}
+
+// The parent holds KEY with a long lease, then starts this process (under
+// faketime +1h, -1h, or not at all) and expects the same lines every time:
+//   try busy         - a skewed clock must not make the holder look expired
+//   child-holds T    - it took KEY/child with a short lease and stops renewing
+//   (parent checks that KEY/child is held, then waits for it by database time)
+//   lost 1           - after its lease, the child's lease reports lost
+//   renew 0          - and cannot be renewed
+int clock_scenario(char** argv) {
+    auto db = open(argv[2], argv[3]);
+    const std::string key = argv[4];
+    const auto lease_len = std::chrono::milliseconds(std::stoll(argv[5]));
+    say(db.try_acquire(key) ? "try got" : "try busy");
+    auto mine = db.acquire(key + "/child", 10s, {.lease = lease_len});
+    say("child-holds " + std::to_string(mine.token()));
+    std::this_thread::sleep_for(lease_len + 300ms);
+    say(std::string("lost ") + (mine.lost() ? "1" : "0"));
+    say(std::string("renew ") + (mine.renew() ? "1" : "0"));
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    try {
+        const std::string cmd = argc > 1 ? argv[1] : "";
+        if (cmd == "counter" && argc == 8) return counter(argv);
+        if (cmd == "hold" && argc == 7) return hold(argv);
+        if (cmd == "migrate" && argc == 4) return migrate(argv);
+        if (cmd == "clock" && argc == 6) return clock_scenario(argv);
+        std::cerr << "usage: see tests/worker.cpp\n";
+        return 64;
+    } catch (const std::exception& e) {
+        std::cerr << "worker error: " << e.what() << "\n";
+        say(std::string("error ") + e.what());
+        return 1;
+    }
+}
