@@ -340,8 +340,9 @@ private:
         auto& ps = prepared("bump_token");
         ps.setString(1, std::string(key));
         count();
-        ps.executeUpdate();
-        return read_token(key);
+        std::unique_ptr<sql::ResultSet> rs(ps.executeQuery());
+        if (!rs->next()) throw db_error(dialect_name, "", "fence bump returned no token");
+        return rs->getInt64(1);
     }
 
     // Runs an owner-checked UPDATE/DELETE; true when it matched our row. A

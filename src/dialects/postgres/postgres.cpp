@@ -77,6 +77,7 @@ public:
 
     row_lock lock_row(std::string_view key, std::optional<std::int64_t>* remaining_ms) override {
         return guarded("lock_row", [&] {
+            count();  // BEGIN
             held_.emplace(*conn_, "sqlock select_for_update");
             pqxx::result res;
             try {
