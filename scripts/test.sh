@@ -170,7 +170,7 @@ if ((SANITIZE)); then
   RESULT_ASAN="setup-FAILED"
   start_servers asan
   RESULT_ASAN="build-FAILED"
-  build "$ASAN_BUILD_DIR" -DSQLOCK_SANITIZE=ON
+  build "$ASAN_BUILD_DIR" -DSQLOCK_SANITIZE=ON -DSQLOCK_BUILD_BENCH=OFF
   # Sanitizer settings apply only to this suite (the subshell keeps them local).
   if (
     export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
