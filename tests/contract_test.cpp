@@ -104,7 +104,7 @@ TEST_CASE_TEMPLATE("fencing tokens rise across modes, releases, expiries and row
         for (mode next : modes_of(db)) {
             CAPTURE(sqlock::to_string(first));
             CAPTURE(sqlock::to_string(next));
-            auto stale = c.try_acquire(key, {.mode = first, .lease = 150ms, .reentrant = false});
+            auto stale = c.try_acquire(key, {.mode = first, .lease = 150ms, .reentrant = false, .auto_renew = false});
             REQUIRE(stale);
             expect_larger(*stale);
             std::this_thread::sleep_for(250ms);
@@ -149,7 +149,7 @@ TEST_CASE_TEMPLATE("a stale lease cannot release or renew its successor's lock",
     auto c = db.open();
     for (mode m : {mode::unique_insert, mode::conditional_update}) {
         CAPTURE(sqlock::to_string(m));
-        auto stale = a.try_acquire("jobs/stale", {.mode = m, .lease = 150ms});
+        auto stale = a.try_acquire("jobs/stale", {.mode = m, .lease = 150ms, .auto_renew = false});
         REQUIRE(stale);
         std::this_thread::sleep_for(250ms);
         CHECK(stale->lost());
@@ -170,7 +170,7 @@ TEST_CASE_TEMPLATE("a stale lease cannot release or renew its successor's lock",
 TEST_CASE_TEMPLATE("an expired lease cannot be renewed even before anyone takes it", Db, ALL_BACKENDS) {
     Db db;
     auto a = db.open();
-    auto l = a.try_acquire("k", {.lease = 150ms});
+    auto l = a.try_acquire("k", {.lease = 150ms, .auto_renew = false});
     REQUIRE(l);
     CHECK(l->renew());  // in time: extended
     std::this_thread::sleep_for(250ms);
@@ -183,7 +183,7 @@ TEST_CASE_TEMPLATE("renewal keeps a lease alive past its first expiry", Db, ALL_
     Db db;
     auto a = db.open();
     auto b = db.open();
-    auto l = a.try_acquire("k", {.lease = 400ms});
+    auto l = a.try_acquire("k", {.lease = 400ms, .auto_renew = false});
     REQUIRE(l);
     for (int i = 0; i < 4; ++i) {
         std::this_thread::sleep_for(150ms);
@@ -210,7 +210,7 @@ TEST_CASE_TEMPLATE("owner ids are random per acquisition", Db, ALL_BACKENDS) {
 
 TEST_CASE_TEMPLATE("the same thread re-acquiring a key gets the same grant", Db, ALL_BACKENDS) {
     Db db;
-    auto a = db.open();
+    auto a = db.open_quiet();
     auto b = db.open();
     for (mode m : modes_of(db)) {
         CAPTURE(sqlock::to_string(m));
@@ -272,7 +272,7 @@ TEST_CASE_TEMPLATE("a blocking acquire wakes when the holder's lease runs out", 
     Db db;
     auto holder = db.open();
     auto waiter = db.open();
-    auto held = holder.try_acquire("k", {.lease = 1500ms});
+    auto held = holder.try_acquire("k", {.lease = 1500ms, .auto_renew = false});
     REQUIRE(held);
     auto got = waiter.acquire("k", 20s);
     CHECK(got.token() > held->token());
@@ -320,7 +320,7 @@ TEST_CASE_TEMPLATE("keys with quotes, wildcards, escapes and emoji are ordinary 
 
 TEST_CASE_TEMPLATE("bad input is rejected before any SQL runs", Db, ALL_BACKENDS) {
     Db db;
-    auto c = db.open();
+    auto c = db.open_quiet();
     (void)c.try_acquire("warm-up");  // the schema check happens once, before this count
     const auto before = statements(c);
     CHECK_THROWS_AS(c.try_acquire(""), sqlock::config_error);
@@ -351,7 +351,7 @@ TEST_CASE_TEMPLATE("a note and the holder are stored for people to read", Db, AL
 TEST_CASE_TEMPLATE("a lease reports lost once its local deadline passes", Db, ALL_BACKENDS) {
     Db db;
     auto c = db.open();
-    auto l = c.try_acquire("k", {.lease = 200ms});
+    auto l = c.try_acquire("k", {.lease = 200ms, .auto_renew = false});
     REQUIRE(l);
     CHECK_FALSE(l->lost());
     CHECK_NOTHROW(l->check());

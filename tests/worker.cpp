@@ -103,7 +103,7 @@ int clock_scenario(char** argv) {
     const std::string key = argv[4];
     const auto lease_len = std::chrono::milliseconds(std::stoll(argv[5]));
     say(db.try_acquire(key) ? "try got" : "try busy");
-    auto mine = db.acquire(key + "/child", 10s, {.lease = lease_len});
+    auto mine = db.acquire(key + "/child", 10s, {.lease = lease_len, .auto_renew = false});
     say("child-holds " + std::to_string(mine.token()));
     std::this_thread::sleep_for(lease_len + 300ms);
     say(std::string("lost ") + (mine.lost() ? "1" : "0"));

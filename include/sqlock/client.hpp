@@ -25,9 +25,12 @@ struct client_stats {
     std::uint64_t acquisitions = 0;       // grants, not counting reentrant ones
     std::uint64_t contention_misses = 0;  // attempts that found the key held
     std::uint64_t releases = 0;
-    std::uint64_t renewals = 0;
+    std::uint64_t renewals = 0;           // leases renewed (automatically or by renew())
+    std::uint64_t renewal_failures = 0;   // renewal attempts that failed for a transient error
     std::uint64_t leases_lost = 0;
     std::uint64_t statements = 0;         // statements sent to the database
+    std::uint64_t rows_swept = 0;         // expired rows deleted by this client's sweeper
+    std::uint64_t watchdog_ticks = 0;     // watchdog rounds that renewed at least one lease
 };
 
 // What the database says about one key right now.
@@ -71,6 +74,10 @@ public:
 
     // Reads the key's state without changing it.
     lock_info inspect(std::string_view key);
+
+    // Deletes one batch of expired rows now (the background sweeper does the
+    // same every sweep_interval). Returns the number of rows deleted.
+    std::size_t sweep();
 
     client_stats stats() const;
     // The dialect in use: "postgres", "mysql" or "sqlite".

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <stop_token>
 #include <string>
 
 namespace sqlock {
@@ -40,6 +41,9 @@ public:
     bool lost() const;
     // Throws lease_lost_error when lost() is true.
     void check() const;
+    // Stop is requested when the lease is lost: poll it, or attach a
+    // std::stop_callback to cancel work that relies on the lease.
+    std::stop_token stop_token() const;
 
     // Extends the lease by its length, by database time. Returns false (and
     // the lease becomes lost) when the key is no longer held by this owner.

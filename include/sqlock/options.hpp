@@ -4,6 +4,8 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -49,6 +51,19 @@ struct lock_options {
     // How long before the database's expiry the client itself treats the lease
     // as lost (lease::lost()). Zero means a tenth of the lease.
     std::chrono::milliseconds safety_margin{0};
+    // Renew the lease from the client's watchdog thread while it is held.
+    // Off: a fixed lease that ends at its expiry unless renew() is called.
+    bool auto_renew = true;
+    // Time between renewals. Zero means a third of the lease.
+    std::chrono::milliseconds renew_interval{0};
+    // Stop renewing this long after the grant (zero: no cap); the lease then
+    // runs out like a fixed one and is reported lost at its deadline.
+    std::chrono::milliseconds max_hold{0};
+    // Called exactly once when the lease is lost: on the watchdog thread,
+    // outside every sqlock mutex; an exception it throws is caught and logged.
+    std::function<void(const std::string& key, std::int64_t token)> on_lost;
+    // Called on the watchdog thread after each successful automatic renewal.
+    std::function<void(const std::string& key, std::int64_t token)> on_renewed;
 };
 
 // Options for a client. Defaults suit most applications.
@@ -70,6 +85,14 @@ struct client_options {
     std::chrono::milliseconds row_lock_timeout{std::chrono::milliseconds(200)};
     // Where sqlock logs. Null means the logger named "sqlock" (created if absent).
     std::shared_ptr<spdlog::logger> logger;
+    // Leases renewed by one watchdog statement (PostgreSQL, SQLite: a JSON
+    // array of keys; MySQL: a multi-row join of placeholders).
+    std::size_t renew_batch_size = 500;
+    // Delete expired unique_insert rows in the background (safe to run in
+    // every process at once). Rows deleted per statement, and how often.
+    bool sweep = true;
+    std::chrono::milliseconds sweep_interval{std::chrono::seconds(30)};
+    std::size_t sweep_batch_size = 500;
 };
 
 }  // namespace sqlock

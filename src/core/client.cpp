@@ -1,5 +1,6 @@
 #include "core/client_impl.hpp"
 #include "core/validate.hpp"
+#include "watchdog/watchdog.hpp"
 
 #include <sqlock/client.hpp>
 #include <sqlock/errors.hpp>
@@ -52,6 +53,31 @@ client_impl::client_impl(const url_parts& url, client_options options)
     ctx_.sql = &sql_;
     ctx_.statements = &statements;
     dialect_ = make_dialect(url, ctx_);
+}
+
+client_impl::~client_impl() {
+    if (watchdog_) stop_watchdog_thread(*watchdog_);
+}
+
+void client_impl::start_watchdog() {
+    watchdog_ = std::make_shared<watchdog_core>();
+    start_watchdog_thread(watchdog_, weak_from_this());
+}
+
+void client_impl::watch(const std::shared_ptr<grant>& g) {
+    bool wake = false;
+    {
+        std::lock_guard lock(watchdog_->mu);
+        watchdog_->leases.push_back(g);
+        // Wake the thread only if this lease needs it before it would wake anyway.
+        const std::int64_t first_event =
+            g->auto_renew ? std::min(g->next_renew_ns.load(), g->deadline_ns.load()) : g->deadline_ns.load();
+        if (first_event < watchdog_->wake_ns) {
+            watchdog_->dirty = true;
+            wake = true;
+        }
+    }
+    if (wake) watchdog_->cv.notify_one();
 }
 
 std::unique_ptr<session> client_impl::take_session(bool fresh, bool* reused) {
@@ -131,23 +157,34 @@ client_impl::attempt client_impl::try_grant(std::string_view key, const lock_opt
     g->margin_ms = options.safety_margin.count() > 0 ? options.safety_margin.count() : g->lease_ms / 10;
     g->thread = std::this_thread::get_id();
     g->reentrant = options.reentrant;
+    g->auto_renew = options.auto_renew;
+    {
+        auto interval = options.renew_interval.count() > 0 ? options.renew_interval.count() : g->lease_ms / 3;
+        // A select_for_update lease's renewal is a ping on its own connection:
+        // frequent pings notice a dead connection quickly.
+        if (options.mode == mode::select_for_update) interval = std::min<std::int64_t>(interval, 1000);
+        g->interval_ns = std::max<std::int64_t>(interval, 1) * 1'000'000;
+    }
+    g->on_lost = options.on_lost;
+    g->on_renewed = options.on_renewed;
     attempt out;
+    const std::int64_t sent = steady_now_ns();
 
     if (options.mode == mode::select_for_update) {
         bool reused = false;
         auto pinned = take_session(false, &reused);
         row_lock state;
         try {
-            state = pinned->lock_row(key, want_remaining ? &out.remaining_ms : nullptr);
+            state = pinned->lock_row(key, g->lease_ms, want_remaining ? &out.remaining_ms : nullptr);
         } catch (const connection_error&) {
             if (!reused) throw;
             drop_idle();
             pinned = take_session(true, &reused);
-            state = pinned->lock_row(key, want_remaining ? &out.remaining_ms : nullptr);
+            state = pinned->lock_row(key, g->lease_ms, want_remaining ? &out.remaining_ms : nullptr);
         }
         if (state == row_lock::missing) {
             with_session([&](session& s) { s.ensure_row(key); });
-            state = pinned->lock_row(key, want_remaining ? &out.remaining_ms : nullptr);
+            state = pinned->lock_row(key, g->lease_ms, want_remaining ? &out.remaining_ms : nullptr);
         }
         if (state != row_lock::locked) {
             put_back(std::move(pinned));
@@ -164,11 +201,9 @@ client_impl::attempt client_impl::try_grant(std::string_view key, const lock_opt
             throw;
         }
         g->pinned = std::move(pinned);
-        g->deadline_ns = std::numeric_limits<std::int64_t>::max();
     } else {
         const std::string holder = holder_description();
         const grant_request request{key, g->owner, options.mode, g->lease_ms, holder, options.note, want_remaining};
-        const std::int64_t sent = steady_now_ns();
         grant_result r = with_session([&](session& s) { return s.grant(request); });
         if (!r.token) {
             ++contention_misses;
@@ -176,15 +211,20 @@ client_impl::attempt client_impl::try_grant(std::string_view key, const lock_opt
             return out;
         }
         g->token = *r.token;
-        // The database's expiry is its clock at the statement + lease; the
-        // statement ran after `sent`, so this deadline is never later.
-        g->deadline_ns = sent + (g->lease_ms - g->margin_ms) * 1'000'000;
     }
+    // The database's expiry is its clock at the statement + lease (for
+    // select_for_update: the server's idle limit after the last statement);
+    // that statement ran after `sent`, so this deadline is never later.
+    g->deadline_ns = sent + (g->lease_ms - g->margin_ms) * 1'000'000;
+    g->next_renew_ns = sent + g->interval_ns;
+    g->hold_until_ns = options.max_hold.count() > 0 ? sent + options.max_hold.count() * 1'000'000
+                                                      : std::numeric_limits<std::int64_t>::max();
     ++acquisitions;
     if (options.reentrant) {
         std::lock_guard lock(held_mu_);
         held_[std::make_pair(g->thread, g->key)] = g;
     }
+    watch(g);
     log_->debug("acquired '{}' token {} mode {} owner {}", g->key, g->token, to_string(g->mode), g->owner);
     out.granted.emplace(lease(std::move(g)));
     return out;
@@ -232,10 +272,154 @@ void client_impl::notify_release() {
 }
 
 void client_impl::mark_lost(grant& g) {
-    if (!g.lost.exchange(true)) {
-        ++leases_lost;
-        log_->warn("lease on '{}' (token {}) is lost", g.key, g.token);
+    if (g.lost.exchange(true)) return;
+    ++leases_lost;
+    log_->warn("lease on '{}' (token {}) is lost", g.key, g.token);
+    g.stop.request_stop();
+    if (g.on_lost) {
+        // Run by the watchdog thread, outside every sqlock mutex. The queue
+        // holds the grant, so the callback runs even if the lease is dropped.
+        {
+            std::lock_guard lock(watchdog_->mu);
+            watchdog_->lost_queue.push_back(g.shared_from_this());
+        }
+        watchdog_->cv.notify_one();
     }
+}
+
+// Lost unless the lease was released meanwhile (a release deletes or clears
+// the row, which a racing renewal would otherwise read as a takeover).
+static bool released(grant& g) {
+    std::lock_guard lock(g.mu);
+    return g.released;
+}
+
+std::int64_t client_impl::background_round(std::vector<std::shared_ptr<grant>>& leases) {
+    const std::int64_t now = steady_now_ns();
+    std::int64_t next = now + 1'000'000'000;  // look around at least once a second
+    std::vector<std::shared_ptr<grant>> batch, pings;
+    for (auto& g : leases) {
+        if (g->lost.load()) continue;
+        const std::int64_t deadline = g->deadline_ns.load();
+        if (now >= deadline) {
+            if (!released(*g)) mark_lost(*g);
+            continue;
+        }
+        next = std::min(next, deadline);
+        if (!g->auto_renew || now >= g->hold_until_ns) continue;
+        // Renew early by up to a third of the interval, so that leases taken
+        // at slightly different times fall into the same batch.
+        const std::int64_t due = g->next_renew_ns.load();
+        if (due - g->interval_ns / 3 <= now) (g->mode == mode::select_for_update ? pings : batch).push_back(g);
+        else next = std::min(next, due);
+    }
+    const std::size_t size = std::max<std::size_t>(options_.renew_batch_size, 1);
+    for (std::size_t i = 0; i < batch.size(); i += size) {
+        std::vector<std::shared_ptr<grant>> chunk(batch.begin() + static_cast<std::ptrdiff_t>(i),
+                                                  batch.begin() + static_cast<std::ptrdiff_t>(std::min(i + size, batch.size())));
+        renew_batch(chunk);
+    }
+    for (auto& g : pings) ping_pinned(*g);
+    for (auto* group : {&batch, &pings})
+        for (auto& g : *group)
+            if (!g->lost.load()) next = std::min({next, g->next_renew_ns.load(), g->deadline_ns.load()});
+    if (!batch.empty() || !pings.empty()) ++watchdog_ticks;
+
+    // Sweep only once this client has seen a current schema (no noise from a
+    // client opened before migrate()).
+    if (options_.sweep && schema_checked_.load()) {
+        if (next_sweep_ns_ == 0) {
+            // First sweep at a random point of the interval, so that a fleet
+            // started together does not sweep in lockstep.
+            thread_local std::minstd_rand spread(std::random_device{}());
+            next_sweep_ns_ = now + std::uniform_int_distribution<std::int64_t>(
+                                       0, options_.sweep_interval.count() * 1'000'000)(spread);
+        }
+        if (now >= next_sweep_ns_) {
+            std::int64_t again = options_.sweep_interval.count() * 1'000'000;
+            try {
+                // A full batch means more may be waiting: continue soon.
+                if (sweep_once() >= options_.sweep_batch_size) again = 100'000'000;
+            } catch (const std::exception& e) {
+                log_->warn("sweep failed: {}", e.what());
+            }
+            next_sweep_ns_ = steady_now_ns() + again;
+        }
+        next = std::min(next, next_sweep_ns_);
+    }
+    return next;
+}
+
+void client_impl::renew_batch(std::vector<std::shared_ptr<grant>>& chunk) {
+    std::vector<renewal> items;
+    items.reserve(chunk.size());
+    for (auto& g : chunk) items.push_back({g->key, g->owner, g->lease_ms});
+    const std::int64_t sent = steady_now_ns();
+    std::vector<bool> renewed;
+    try {
+        renewed = with_session([&](session& s) { return s.renew_batch(items); });
+    } catch (const std::exception& e) {
+        // Transient (the database is away or slow): retry soon, but never
+        // past a lease's deadline, where the next round declares it lost.
+        renewal_failures += chunk.size();
+        log_->warn("renewing {} lease(s) failed, retrying: {}", chunk.size(), e.what());
+        for (auto& g : chunk) g->next_renew_ns = sent + std::min<std::int64_t>(g->interval_ns / 4, 500'000'000);
+        return;
+    }
+    for (std::size_t i = 0; i < chunk.size(); ++i) {
+        auto& g = *chunk[i];
+        if (!renewed[i]) {
+            if (!released(g)) mark_lost(g);
+            continue;
+        }
+        g.deadline_ns = sent + (g.lease_ms - g.margin_ms) * 1'000'000;
+        g.next_renew_ns = sent + g.interval_ns;
+        ++renewals;
+        if (g.on_renewed) {
+            try {
+                g.on_renewed(g.key, g.token);
+            } catch (const std::exception& e) {
+                log_->error("on_renewed callback for '{}' threw: {}", g.key, e.what());
+            } catch (...) {
+                log_->error("on_renewed callback for '{}' threw", g.key);
+            }
+        }
+    }
+}
+
+void client_impl::ping_pinned(grant& g) {
+    const std::int64_t sent = steady_now_ns();
+    bool alive = false;
+    {
+        std::lock_guard lock(g.mu);
+        if (g.released || !g.pinned) return;
+        try {
+            alive = g.pinned->ping();
+        } catch (const error&) {
+            alive = false;  // the server ended the transaction with the connection
+        }
+    }
+    if (!alive) {
+        mark_lost(g);
+        return;
+    }
+    g.deadline_ns = sent + (g.lease_ms - g.margin_ms) * 1'000'000;
+    g.next_renew_ns = sent + g.interval_ns;
+    ++renewals;
+    if (g.on_renewed) {
+        try {
+            g.on_renewed(g.key, g.token);
+        } catch (...) {
+            log_->error("on_renewed callback for '{}' threw", g.key);
+        }
+    }
+}
+
+std::size_t client_impl::sweep_once() {
+    const std::size_t n = with_session([&](session& s) { return s.sweep(options_.sweep_batch_size); });
+    rows_swept += n;
+    if (n > 0) log_->debug("swept {} expired row(s)", n);
+    return n;
 }
 
 void client_impl::release(grant& g) {
@@ -274,13 +458,15 @@ bool client_impl::renew(grant& g) {
     if (g.lost.load()) return false;
     bool ok;
     if (g.mode == mode::select_for_update) {
+        const std::int64_t sent = steady_now_ns();
         std::lock_guard lock(g.mu);
         if (g.released || !g.pinned) return false;
         try {
             ok = g.pinned->ping();
-        } catch (const connection_error&) {
+        } catch (const error&) {
             ok = false;
         }
+        if (ok) g.deadline_ns = sent + (g.lease_ms - g.margin_ms) * 1'000'000;
     } else {
         {
             std::lock_guard lock(g.mu);
@@ -323,6 +509,7 @@ client client::open(std::string_view url, client_options options) {
     auto impl = std::make_shared<detail::client_impl>(parts, std::move(options));
     // Connect now, so that a wrong URL fails here rather than at first use.
     impl->put_back(impl->take_session(true, nullptr));
+    impl->start_watchdog();
     return client(std::move(impl));
 }
 
@@ -346,9 +533,16 @@ client_stats client::stats() const {
     s.contention_misses = impl_->contention_misses.load();
     s.releases = impl_->releases.load();
     s.renewals = impl_->renewals.load();
+    s.renewal_failures = impl_->renewal_failures.load();
     s.leases_lost = impl_->leases_lost.load();
     s.statements = impl_->statements.load();
+    s.rows_swept = impl_->rows_swept.load();
+    s.watchdog_ticks = impl_->watchdog_ticks.load();
     return s;
+}
+
+std::size_t client::sweep() {
+    return impl_->sweep_once();
 }
 
 std::string_view client::dialect() const { return impl_->dialect().name(); }

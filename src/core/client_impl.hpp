@@ -15,6 +15,8 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stop_token>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -28,7 +30,7 @@ namespace sqlock::detail {
 class client_impl;
 
 // One acquisition's state, shared by the reentrant leases that reuse it.
-struct grant {
+struct grant : std::enable_shared_from_this<grant> {
     std::shared_ptr<client_impl> client;
     std::string key;
     std::string owner;
@@ -38,11 +40,22 @@ struct grant {
     std::int64_t margin_ms = 0;
     std::thread::id thread;  // where it was taken, for reentrancy
     bool reentrant = false;
-    // Monotonic deadline in steady_clock nanoseconds; max for select_for_update.
+    bool auto_renew = true;
+    std::int64_t interval_ns = 0;   // between automatic renewals
+    std::int64_t hold_until_ns = 0; // no automatic renewal after this (max_hold)
+    std::function<void(const std::string&, std::int64_t)> on_lost, on_renewed;
+    std::stop_source stop;          // requested when lost
+
+    // Monotonic deadline in steady_clock nanoseconds: when the last confirmed
+    // grant or renewal was sent, plus the lease, minus the safety margin.
     std::atomic<std::int64_t> deadline_ns{0};
+    std::atomic<std::int64_t> next_renew_ns{0};
     std::atomic<bool> lost{false};
 
-    std::mutex mu;  // guards the fields below
+    // Guards the fields below. Also held while the pinned session is in use
+    // (a ping by the watchdog, a rollback at release): that connection is
+    // this lease's alone, so only this lease's own operations ever wait here.
+    std::mutex mu;
     int depth = 1;
     bool released = false;
     std::unique_ptr<session> pinned;  // select_for_update's open transaction
@@ -75,6 +88,12 @@ public:
     bool renew(grant& g);
     void mark_lost(grant& g);
 
+    // Watchdog work, run on the watchdog thread: renew what is due (batched),
+    // declare lost what passed its deadline, sweep when due. Returns the
+    // steady time (ns) at which it wants to run again.
+    std::int64_t background_round(std::vector<std::shared_ptr<grant>>& leases);
+    std::size_t sweep_once();
+
     lock_info inspect(std::string_view key);
     void migrate();
     int schema_version();
@@ -97,7 +116,13 @@ public:
     std::atomic<std::uint64_t> contention_misses{0};
     std::atomic<std::uint64_t> releases{0};
     std::atomic<std::uint64_t> renewals{0};
+    std::atomic<std::uint64_t> renewal_failures{0};
     std::atomic<std::uint64_t> leases_lost{0};
+    std::atomic<std::uint64_t> rows_swept{0};
+    std::atomic<std::uint64_t> watchdog_ticks{0};
+
+    ~client_impl();
+    void start_watchdog();
 
 private:
     void check_schema();
@@ -113,6 +138,13 @@ private:
 
     std::mutex pool_mu_;
     std::vector<std::unique_ptr<session>> idle_;
+
+    void renew_batch(std::vector<std::shared_ptr<grant>>& batch);
+    void ping_pinned(grant& g);
+    void watch(const std::shared_ptr<grant>& g);
+
+    std::shared_ptr<struct watchdog_core> watchdog_;
+    std::int64_t next_sweep_ns_ = 0;  // watchdog thread only
 
     std::mutex held_mu_;
     std::map<std::pair<std::thread::id, std::string>, std::weak_ptr<grant>, std::less<>> held_;

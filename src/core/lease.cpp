@@ -60,6 +60,8 @@ void lease::check() const {
                                ") is lost: stop work that relies on it");
 }
 
+std::stop_token lease::stop_token() const { return grant_->stop.get_token(); }
+
 bool lease::renew() {
     if (released_) return false;
     if (lost()) return false;

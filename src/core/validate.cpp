@@ -56,6 +56,10 @@ void validate_lock_options(const lock_options& options) {
     if (options.lease > max_lease) throw config_error("lease must be at most 366 days");
     if (options.safety_margin < std::chrono::milliseconds::zero() || options.safety_margin >= options.lease)
         throw config_error("safety_margin must be zero (automatic) or between 0 and the lease");
+    if (options.renew_interval < std::chrono::milliseconds::zero() || options.renew_interval >= options.lease)
+        throw config_error("renew_interval must be zero (a third of the lease) or shorter than the lease");
+    if (options.max_hold < std::chrono::milliseconds::zero())
+        throw config_error("max_hold must be zero (no cap) or positive");
     if (options.note.size() > max_note_bytes)
         throw config_error("note is " + std::to_string(options.note.size()) + " bytes: at most 1024");
     if (options.note.find('\0') != std::string::npos || !valid_utf8(options.note))
@@ -85,6 +89,12 @@ void validate_client_options(const client_options& options) {
         throw config_error("statement_timeout must be positive");
     if (options.row_lock_timeout < std::chrono::milliseconds(1))
         throw config_error("row_lock_timeout must be positive");
+    if (options.renew_batch_size == 0 || options.renew_batch_size > 5000)
+        throw config_error("renew_batch_size must be between 1 and 5000");
+    if (options.sweep_batch_size == 0 || options.sweep_batch_size > 10000)
+        throw config_error("sweep_batch_size must be between 1 and 10000");
+    if (options.sweep_interval < std::chrono::milliseconds(10))
+        throw config_error("sweep_interval must be at least 10 ms");
 }
 
 }  // namespace sqlock::detail

@@ -42,6 +42,12 @@ struct grant_result {
     std::optional<std::int64_t> remaining_ms;  // holder's remaining lease, when known
 };
 
+struct renewal {
+    std::string_view key;
+    std::string_view owner;
+    std::int64_t lease_ms;
+};
+
 // Result of trying to lock a key's row for select_for_update.
 enum class row_lock { locked, busy, missing };
 
@@ -61,12 +67,21 @@ public:
     virtual bool release(std::string_view key, std::string_view owner, sqlock::mode mode) = 0;
     // Owner-checked renewal of an unexpired lease, by database time.
     virtual bool renew(std::string_view key, std::string_view owner, std::int64_t lease_ms) = 0;
+    // The watchdog's renewal: every lease of the batch in one statement.
+    // Returns, per entry, whether it was renewed (false: not ours any more).
+    virtual std::vector<bool> renew_batch(const std::vector<renewal>& batch) = 0;
+    // Deletes up to `limit` expired unique_insert rows, skipping rows another
+    // transaction has locked; the delete re-checks expiry. Returns the count.
+    virtual std::size_t sweep(std::size_t limit) = 0;
 
     // select_for_update: opens a transaction and locks the key's row without
     // waiting. `locked` means the row is ours and no lease holds it; the
-    // transaction stays open until end_row_lock(). `busy` and `missing` leave
-    // no transaction open. remaining_ms is set for a lease-held row when asked.
-    virtual row_lock lock_row(std::string_view key, std::optional<std::int64_t>* remaining_ms) = 0;
+    // transaction stays open until end_row_lock(), and the server ends it if
+    // it stays idle for lease_ms (so a frozen holder cannot keep the key).
+    // `busy` and `missing` leave no transaction open. remaining_ms is set for
+    // a lease-held row when asked.
+    virtual row_lock lock_row(std::string_view key, std::int64_t lease_ms,
+                              std::optional<std::int64_t>* remaining_ms) = 0;
     // Ends the transaction opened by lock_row (rolling it back).
     virtual void end_row_lock() = 0;
     // Creates the key's row (free) if it does not exist yet.
@@ -92,6 +107,10 @@ public:
     virtual bool supports_row_locks() const = 0;
     virtual std::unique_ptr<session> connect() = 0;
 };
+
+// The batch as a JSON array of {"k": key, "o": owner, "ms": lease}, for
+// dialects that unpack it in SQL (jsonb_to_recordset, json_each).
+std::string renewals_json(const std::vector<renewal>& batch);
 
 // Factories, one per backend; each throws config_error naming its CMake
 // option when the backend was left out of the build.

@@ -33,6 +33,12 @@ std::string env_or_throw(const char* name) {
 
 sqlock::client backend_base::open() const { return sqlock::client::open(url(), options()); }
 
+sqlock::client backend_base::open_quiet() const {
+    auto o = options();
+    o.sweep = false;
+    return sqlock::client::open(url(), o);
+}
+
 void backend_base::migrate() const { open().migrate(); }
 
 sqlite_db::sqlite_db() {

@@ -37,6 +37,8 @@ struct backend_base {
     // The prefixed table name, e.g. table("locks").
     std::string table(const std::string& name) const { return prefix + name; }
     sqlock::client open() const;
+    // A client with no background sweeps, for tests that count statements.
+    sqlock::client open_quiet() const;
     virtual std::string url() const = 0;
     virtual std::string name() const = 0;
     virtual bool row_locks() const = 0;

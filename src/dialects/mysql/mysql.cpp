@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 
 namespace sqlock::detail {
@@ -164,8 +165,68 @@ public:
         });
     }
 
-    row_lock lock_row(std::string_view key, std::optional<std::int64_t>* remaining_ms) override {
+    std::vector<bool> renew_batch(const std::vector<renewal>& batch) override {
+        return guarded("renew_batch", [&] {
+            std::vector<bool> out(batch.size(), true);
+            auto& ps = generated("renew_batch", "/*ROWS*/", batch.size(),
+                                 "SELECT ? AS k, ? AS o, ? AS ms", "SELECT ?, ?, ?", " UNION ALL ");
+            int i = 1;
+            for (const auto& r : batch) {
+                ps.setString(i++, std::string(r.key));
+                ps.setString(i++, std::string(r.owner));
+                ps.setInt64(i++, r.lease_ms);
+            }
+            count();
+            const auto renewed = static_cast<std::size_t>(ps.executeUpdate());
+            if (renewed == batch.size()) return out;
+            // Some were not renewed: ask which owners still hold a live lease.
+            auto& check = generated("renewed_owners", "/*OWNERS*/", batch.size(), "?", "?", ", ");
+            i = 1;
+            for (const auto& r : batch) check.setString(i++, std::string(r.owner));
+            count();
+            std::unique_ptr<sql::ResultSet> rs(check.executeQuery());
+            std::set<std::string> live;
+            while (rs->next()) live.insert(rs->getString(1));
+            for (std::size_t j = 0; j < batch.size(); ++j) out[j] = live.count(std::string(batch[j].owner)) > 0;
+            return out;
+        });
+    }
+
+    std::size_t sweep(std::size_t limit) override {
+        return guarded("sweep", [&] {
+            exec("START TRANSACTION");
+            in_tx_ = true;
+            std::vector<std::string> keys;
+            {
+                auto& pick = prepared("sweep_pick");
+                pick.setInt64(1, static_cast<std::int64_t>(limit));
+                count();
+                std::unique_ptr<sql::ResultSet> rs(pick.executeQuery());
+                while (rs->next()) keys.push_back(rs->getString(1));
+            }
+            std::size_t deleted = 0;
+            if (!keys.empty()) {
+                auto& del = generated("sweep_delete", "/*KEYS*/", keys.size(), "?", "?", ", ");
+                for (std::size_t i = 0; i < keys.size(); ++i) del.setString(static_cast<unsigned>(i + 1), keys[i]);
+                count();
+                deleted = static_cast<std::size_t>(del.executeUpdate());
+            }
+            exec("COMMIT");
+            in_tx_ = false;
+            return deleted;
+        });
+    }
+
+    row_lock lock_row(std::string_view key, std::int64_t lease_ms, std::optional<std::int64_t>* remaining_ms) override {
         return guarded("lock_row", [&] {
+            const int idle_s = seconds_up(std::chrono::milliseconds(lease_ms));
+            if (pinned_for_s_ != idle_s) {
+                auto& pin = prepared("pin_session");
+                pin.setInt(1, idle_s);
+                count();
+                pin.execute();
+                pinned_for_s_ = idle_s;
+            }
             exec("START TRANSACTION");
             in_tx_ = true;
             try {
@@ -212,8 +273,10 @@ public:
 
     bool ping() override {
         return guarded("ping", [&] {
-            exec("SELECT 1");
-            return true;
+            count();
+            // Read the result: one left pending puts the connection "out of sync".
+            std::unique_ptr<sql::ResultSet> rs(stmt_->executeQuery("SELECT 1"));
+            return rs->next();
         });
     }
 
@@ -362,6 +425,32 @@ private:
         });
     }
 
+    // A statement whose text repeats a placeholder group n times: the
+    // statement's marker becomes first + (n - 1) x (separator + rest). Only
+    // placeholders are generated, never values. Cached per (name, n).
+    sql::PreparedStatement& generated(const std::string& name, const std::string& marker, std::size_t n,
+                                      const std::string& first, const std::string& rest,
+                                      const std::string& separator) {
+        const std::string cache_key = name + "#" + std::to_string(n);
+        auto it = prepared_.find(cache_key);
+        if (it == prepared_.end()) {
+            // Steady state needs two sizes per statement (full batches and
+            // the remainder); forget the rest so server-side statements stay few.
+            if (++generated_count_ > 16) {
+                for (auto g = prepared_.begin(); g != prepared_.end();)
+                    g = g->first.find('#') != std::string::npos ? prepared_.erase(g) : std::next(g);
+                generated_count_ = 1;
+            }
+            std::string group = first;
+            for (std::size_t i = 1; i < n; ++i) group += separator + rest;
+            std::string sql = ctx_.sql->get(name);
+            sql.replace(sql.find(marker), marker.size(), group);
+            it = prepared_.emplace(cache_key, std::unique_ptr<sql::PreparedStatement>(conn_->prepareStatement(sql)))
+                     .first;
+        }
+        return *it->second;
+    }
+
     sql::PreparedStatement& prepared(const std::string& name) {
         auto it = prepared_.find(name);
         if (it == prepared_.end())
@@ -403,6 +492,8 @@ private:
     std::unique_ptr<sql::Statement> stmt_;
     std::map<std::string, std::unique_ptr<sql::PreparedStatement>> prepared_;
     bool in_tx_ = false;
+    int pinned_for_s_ = 0;  // idle_transaction_timeout in force
+    int generated_count_ = 0;
 };
 
 class my_dialect final : public dialect {

@@ -75,8 +75,36 @@ public:
         });
     }
 
-    row_lock lock_row(std::string_view key, std::optional<std::int64_t>* remaining_ms) override {
+    std::vector<bool> renew_batch(const std::vector<renewal>& batch) override {
+        return guarded("renew_batch", [&] {
+            pqxx::nontransaction tx(*conn_);
+            count();
+            auto res = tx.exec_prepared(prepared("renew_batch"), renewals_json(batch));
+            std::set<std::string> renewed;
+            for (const auto& row : res) renewed.insert(row[0].as<std::string>());
+            std::vector<bool> out;
+            out.reserve(batch.size());
+            for (const auto& r : batch) out.push_back(renewed.count(std::string(r.owner)) > 0);
+            return out;
+        });
+    }
+
+    std::size_t sweep(std::size_t limit) override {
+        return guarded("sweep", [&] {
+            pqxx::nontransaction tx(*conn_);
+            count();
+            return tx.exec_prepared(prepared("sweep"), static_cast<std::int64_t>(limit)).affected_rows();
+        });
+    }
+
+    row_lock lock_row(std::string_view key, std::int64_t lease_ms, std::optional<std::int64_t>* remaining_ms) override {
         return guarded("lock_row", [&] {
+            if (pinned_for_ms_ != lease_ms) {
+                pqxx::nontransaction tx(*conn_);
+                count();
+                tx.exec_prepared(prepared("pin_session"), std::to_string(lease_ms));
+                pinned_for_ms_ = lease_ms;
+            }
             count();  // BEGIN
             held_.emplace(*conn_, "sqlock select_for_update");
             pqxx::result res;
@@ -261,6 +289,7 @@ private:
     std::optional<pqxx::connection> conn_;
     std::optional<pqxx::work> held_;  // select_for_update's open transaction
     std::set<std::string> prepared_;
+    std::int64_t pinned_for_ms_ = 0;  // idle_in_transaction_session_timeout in force
 };
 
 class pg_dialect final : public dialect {

@@ -10,6 +10,7 @@
 #include <sqlite3.h>
 
 #include <map>
+#include <set>
 #include <string>
 
 namespace sqlock::detail {
@@ -130,7 +131,25 @@ public:
         return q.changes() == 1;
     }
 
-    row_lock lock_row(std::string_view, std::optional<std::int64_t>*) override { no_row_locks(); }
+    std::vector<bool> renew_batch(const std::vector<renewal>& batch) override {
+        auto q = prepare("renew_batch");
+        q.bind(1, std::string_view(renewals_json(batch)));
+        std::set<std::string> renewed;
+        while (q.step()) renewed.insert(q.text(0));
+        std::vector<bool> out;
+        out.reserve(batch.size());
+        for (const auto& r : batch) out.push_back(renewed.count(std::string(r.owner)) > 0);
+        return out;
+    }
+
+    std::size_t sweep(std::size_t limit) override {
+        auto q = prepare("sweep");
+        q.bind(1, static_cast<std::int64_t>(limit));
+        q.run();
+        return static_cast<std::size_t>(q.changes());
+    }
+
+    row_lock lock_row(std::string_view, std::int64_t, std::optional<std::int64_t>*) override { no_row_locks(); }
     void end_row_lock() override { no_row_locks(); }
     void ensure_row(std::string_view) override { no_row_locks(); }
     std::int64_t bump_token(std::string_view) override { no_row_locks(); }

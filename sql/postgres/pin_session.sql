@@ -1,0 +1,4 @@
+-- select_for_update: $1 ms. The server ends the holder's transaction (and the
+-- connection) once it has been idle that long, so a frozen holder cannot keep
+-- the key; the watchdog's pings keep a live one busy.
+SELECT set_config('idle_in_transaction_session_timeout', $1 || 'ms', false)

@@ -1,0 +1,7 @@
+-- Deletes up to ?1 expired unique_insert rows (SQLite has one writer, so
+-- concurrent sweepers simply take turns). Fence rows are never touched.
+DELETE FROM sqlock_locks
+ WHERE lock_key IN (SELECT lock_key FROM sqlock_locks
+                     WHERE mode = 'unique_insert'
+                       AND expires_ms <= CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)
+                     LIMIT ?1)
