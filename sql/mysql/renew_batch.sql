@@ -1,4 +1,4 @@
--- The watchdog's renewal of many leases in one statement. /*ROWS*/ becomes
+-- The watchdog's renewal of many leases in one statement. The ROWS marker becomes
 -- "SELECT ? AS k, ? AS o, ? AS ms UNION ALL SELECT ?, ?, ? ..." with one row
 -- of placeholders per lease (key, owner, lease ms). With CLIENT_FOUND_ROWS the
 -- affected count is the number renewed.

@@ -298,6 +298,13 @@ std::int64_t client_impl::background_round(std::vector<std::shared_ptr<grant>>& 
     const std::int64_t now = steady_now_ns();
     std::int64_t next = now + 1'000'000'000;  // look around at least once a second
     std::vector<std::shared_ptr<grant>> batch, pings;
+    // The gap to the next round is the shortest renewal interval held. A
+    // lease is renewed in this round if it would fall due before the next
+    // one: never late, at most one gap early, and leases of equal length
+    // end up renewed together, one statement per batch.
+    std::int64_t gap = std::numeric_limits<std::int64_t>::max();
+    for (auto& g : leases)
+        if (g->auto_renew && !g->lost.load()) gap = std::min(gap, g->interval_ns);
     for (auto& g : leases) {
         if (g->lost.load()) continue;
         const std::int64_t deadline = g->deadline_ns.load();
@@ -307,10 +314,8 @@ std::int64_t client_impl::background_round(std::vector<std::shared_ptr<grant>>& 
         }
         next = std::min(next, deadline);
         if (!g->auto_renew || now >= g->hold_until_ns) continue;
-        // Renew early by up to a third of the interval, so that leases taken
-        // at slightly different times fall into the same batch.
         const std::int64_t due = g->next_renew_ns.load();
-        if (due - g->interval_ns / 3 <= now) (g->mode == mode::select_for_update ? pings : batch).push_back(g);
+        if (due <= now || due - now < gap) (g->mode == mode::select_for_update ? pings : batch).push_back(g);
         else next = std::min(next, due);
     }
     const std::size_t size = std::max<std::size_t>(options_.renew_batch_size, 1);

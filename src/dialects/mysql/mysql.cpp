@@ -444,7 +444,7 @@ private:
             std::string group = first;
             for (std::size_t i = 1; i < n; ++i) group += separator + rest;
             std::string sql = ctx_.sql->get(name);
-            sql.replace(sql.find(marker), marker.size(), group);
+            sql.replace(sql.rfind(marker), marker.size(), group);
             it = prepared_.emplace(cache_key, std::unique_ptr<sql::PreparedStatement>(conn_->prepareStatement(sql)))
                      .first;
         }
