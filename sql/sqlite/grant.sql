@@ -5,13 +5,13 @@
 INSERT INTO sqlock_locks (lock_key, owner, mode, token, expires_ms, acquired_ms, holder, note)
 VALUES (?1, ?2, ?3,
         coalesce((SELECT token FROM sqlock_fences WHERE lock_key = ?1), 0) + 1,
-        CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) + ?4,
-        CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER), ?5, ?6)
+        sqlock_now_ms() + ?4,
+        sqlock_now_ms(), ?5, ?6)
 ON CONFLICT (lock_key) DO UPDATE
    SET owner = excluded.owner, mode = excluded.mode, token = excluded.token,
        expires_ms = excluded.expires_ms, acquired_ms = excluded.acquired_ms,
        holder = excluded.holder, note = excluded.note
  WHERE sqlock_locks.owner IS NULL
-    OR sqlock_locks.expires_ms <= CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)
+    OR sqlock_locks.expires_ms <= sqlock_now_ms()
     OR sqlock_locks.owner = excluded.owner
 RETURNING token

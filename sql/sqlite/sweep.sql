@@ -3,5 +3,5 @@
 DELETE FROM sqlock_locks
  WHERE lock_key IN (SELECT lock_key FROM sqlock_locks
                      WHERE mode = 'unique_insert'
-                       AND expires_ms <= CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)
+                       AND expires_ms <= sqlock_now_ms()
                      LIMIT ?1)

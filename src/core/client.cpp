@@ -444,10 +444,11 @@ void client_impl::release(grant& g) {
     if (g.mode == mode::select_for_update) {
         try {
             pinned->end_row_lock();
-            put_back(std::move(pinned));
-        } catch (const connection_error&) {
-            // The server ended the transaction with the connection: the row
-            // lock is gone either way.
+            // A lost lease's connection died or misbehaved: never pool it.
+            if (!g.lost.load()) put_back(std::move(pinned));
+        } catch (const error&) {
+            // The server ended (or will end) the transaction with the
+            // connection, which is dropped here: the row lock is gone either way.
             mark_lost(g);
         }
     } else {

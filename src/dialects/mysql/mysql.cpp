@@ -42,6 +42,7 @@ bool is_connection_error(int code) {
         case 2006:  // server has gone away
         case 2013:  // lost connection during query
         case 2055:  // lost connection at reading
+        case 2014:  // commands out of sync: the protocol state is unknown
         case 4031:  // disconnected by the server because of inactivity
             return true;
         default:

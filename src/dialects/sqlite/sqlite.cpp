@@ -8,6 +8,10 @@
 #include <sqlock/errors.hpp>
 
 #include <sqlite3.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <ctime>
 
 #include <map>
 #include <set>
@@ -17,6 +21,17 @@ namespace sqlock::detail {
 namespace {
 
 constexpr const char* dialect_name = "sqlite";
+
+// SQLite has no server, so its "database clock" is the host's real-time
+// clock, shared by every process using the file. Read it with the raw system
+// call: a process whose libc clock is faked (LD_PRELOAD faketime) or skewed
+// still agrees with the others. Registered on every connection as
+// <prefix>now_ms(); the statements in sql/sqlite/ compare expiries with it.
+void sql_now_ms(sqlite3_context* context, int, sqlite3_value**) {
+    timespec ts{};
+    syscall(SYS_clock_gettime, CLOCK_REALTIME, &ts);
+    sqlite3_result_int64(context, static_cast<sqlite3_int64>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000);
+}
 
 [[noreturn]] void fail(sqlite3* db, int rc, const std::string& what) {
     const std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
@@ -91,6 +106,9 @@ public:
         // Writers wait for each other up to the statement timeout instead of
         // failing with SQLITE_BUSY at once.
         sqlite3_busy_timeout(db_, static_cast<int>(ctx.options.statement_timeout.count()));
+        const std::string now_fn = ctx.sql->prefix() + "now_ms";
+        sqlite3_create_function_v2(db_, now_fn.c_str(), 0, SQLITE_UTF8, nullptr, sql_now_ms, nullptr, nullptr,
+                                   nullptr);
         exec("PRAGMA journal_mode=WAL");
         exec("PRAGMA foreign_keys=ON");
     }
