@@ -1,0 +1,1048 @@
+// sqlock_bench: uncontended acquire+release cycles per second, for every mode
+// on every backend given, measured in one run beside
+//   - raw SQL: the very statements sqlock sends for that mode (read from
+//     sql/<dialect>/*.sql, same tables, same order), sent straight through
+//     the driver on one connection (two for select_for_update, like the
+//     library), with no sqlock code in the loop;
+//   - the server's native lock (pg_try_advisory_lock, GET_LOCK), where there is one.
+// Every contender runs single-threaded on its own keys, "bench/<ns>/<i % 1000>",
+// so rows are reused the way an application reuses its keys. Measurements are
+// repeated --reps times, all contenders interleaved (alternating direction), so
+// drift on the machine hits them all alike; the tables show the median and the
+// min-max spread. Writes markdown to --markdown FILE and to stdout; progress
+// goes to stderr.
+//
+//   sqlock_bench [--postgres URL] [--mysql URL] [--sqlite PATH]
+//                [--seconds N] [--reps R] [--markdown FILE] [--sql-dir DIR]
+
+#include <sqlock/sqlock.hpp>
+
+#ifdef SQLOCK_BENCH_POSTGRES
+#include <libpq-fe.h>
+#include <pqxx/pqxx>
+#endif
+#ifdef SQLOCK_BENCH_MYSQL
+#include <cppconn/connection.h>
+#include <cppconn/driver.h>
+#include <cppconn/exception.h>
+#include <cppconn/prepared_statement.h>
+#include <cppconn/resultset.h>
+#include <cppconn/statement.h>
+#endif
+#ifdef SQLOCK_BENCH_SQLITE
+#include <sqlite3.h>
+#endif
+
+#include <sched.h>
+#include <sys/resource.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <cstdint>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+using sqlock::mode;
+
+constexpr std::size_t key_space = 1000;         // keys per contender family, reused round robin
+constexpr std::uint64_t warmup_cycles = 1000;   // enough to create every key's row once
+constexpr double warmup_max_seconds = 2.0;
+constexpr std::int64_t lease_ms = 30'000;       // lock_options' default lease
+
+// ---------------------------------------------------------------------------
+// Small helpers
+// ---------------------------------------------------------------------------
+
+std::string format(const char* fmt, double v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, fmt, v);
+    return buf;
+}
+
+std::string read_text(const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw std::runtime_error("cannot read " + path.string());
+    std::ostringstream out;
+    out << in.rdbuf();
+    return out.str();
+}
+
+// The same substitution the library applies to its embedded SQL.
+std::string apply_prefix(std::string_view sql, std::string_view prefix) {
+    static constexpr std::string_view from = "sqlock_";
+    std::string out;
+    std::size_t pos = 0;
+    for (auto hit = sql.find(from); hit != std::string_view::npos; hit = sql.find(from, pos)) {
+        out.append(sql.substr(pos, hit - pos)).append(prefix);
+        pos = hit + from.size();
+    }
+    out.append(sql.substr(pos));
+    return out;
+}
+
+// Statement texts of one dialect, prefix applied: sql/<dialect>/<name>.sql.
+class sql_texts {
+public:
+    sql_texts(std::filesystem::path dir, std::string prefix) : dir_(std::move(dir)), prefix_(std::move(prefix)) {}
+    std::string get(std::string_view name) const {
+        return apply_prefix(read_text(dir_ / (std::string(name) + ".sql")), prefix_);
+    }
+    bool has(std::string_view name) const { return std::filesystem::exists(dir_ / (std::string(name) + ".sql")); }
+    const std::string& prefix() const { return prefix_; }
+
+private:
+    std::filesystem::path dir_;
+    std::string prefix_;
+};
+
+std::vector<std::string> make_keys(std::string_view family) {
+    std::vector<std::string> keys;
+    keys.reserve(key_space);
+    for (std::size_t i = 0; i < key_space; ++i) keys.push_back("bench/" + std::string(family) + "/" + std::to_string(i));
+    return keys;
+}
+
+// Owner ids for the raw baselines: 32 hex digits like sqlock's, unique per
+// cycle, but from a counter (sqlock draws its ids from getrandom(); that cost
+// is part of what the comparison shows).
+class owner_source {
+public:
+    owner_source() : salt_(std::random_device{}()) {}
+    const std::string& next() {
+        char buf[40];
+        std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(salt_),
+                      static_cast<unsigned long long>(++n_));
+        current_.assign(buf, 32);
+        return current_;
+    }
+
+private:
+    std::uint64_t salt_;
+    std::uint64_t n_ = 0;
+    std::string current_;
+};
+
+// "host:pid:tid", the holder text sqlock stores beside a lease.
+std::string holder_text() {
+    char host[HOST_NAME_MAX + 1] = {};
+    if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+    return std::string(host) + ":" + std::to_string(getpid()) + ":" + std::to_string(syscall(SYS_gettid));
+}
+
+[[noreturn]] void bench_failure(const std::string& what) {
+    // An uncontended bench never loses a race: anything else is a bug.
+    throw std::runtime_error(what);
+}
+
+// ---------------------------------------------------------------------------
+// Contenders and measurement
+// ---------------------------------------------------------------------------
+
+enum class kind { sqlock, raw, native };
+
+struct contender {
+    std::string backend;
+    kind what;
+    std::string mode;   // the sqlock mode it stands for; "" for the native lock
+    std::string label;  // markdown cell
+    std::function<void(std::uint64_t cycle)> cycle;
+    std::function<std::uint64_t()> statements;  // statements sent so far
+    std::uint64_t next = 0;                     // next cycle number (picks the key)
+
+    std::vector<double> rates;      // cycles/s, one per rep
+    std::uint64_t cycles = 0;       // measured cycles, all reps
+    std::uint64_t sent = 0;         // statements in measured cycles, all reps
+    std::uint64_t switches = 0;     // context switches of the whole process (all threads), all reps
+    double cpu_us = 0;              // user + system CPU of the whole process, all reps
+    std::vector<double> latencies;  // µs, every measured cycle
+};
+
+void warm_up(contender& c) {
+    const auto end = clock_type::now() + std::chrono::duration<double>(warmup_max_seconds);
+    for (std::uint64_t n = 0; n < warmup_cycles && clock_type::now() < end; ++n) c.cycle(c.next++);
+}
+
+// What this process (every thread: sqlock's watchdog too) has used so far.
+struct process_usage {
+    std::uint64_t switches;  // voluntary + involuntary context switches
+    double cpu_us;           // user + system CPU time
+
+    static process_usage now() {
+        rusage u{};
+        getrusage(RUSAGE_SELF, &u);
+        auto us = [](const timeval& t) { return static_cast<double>(t.tv_sec) * 1e6 + static_cast<double>(t.tv_usec); };
+        return {static_cast<std::uint64_t>(u.ru_nvcsw + u.ru_nivcsw), us(u.ru_utime) + us(u.ru_stime)};
+    }
+};
+
+void measure(contender& c, double seconds) {
+    const std::uint64_t sent0 = c.statements();
+    const process_usage usage0 = process_usage::now();
+    const auto start = clock_type::now();
+    const auto end = start + std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(seconds));
+    auto last = start;
+    std::uint64_t n = 0;
+    // Grow the latency log before the clock runs, not during a measured cycle.
+    if (!c.rates.empty()) c.latencies.reserve(c.latencies.size() + static_cast<std::size_t>(c.rates.back() * seconds * 2));
+    do {
+        const auto before = clock_type::now();
+        c.cycle(c.next++);
+        last = clock_type::now();
+        c.latencies.push_back(std::chrono::duration<double, std::micro>(last - before).count());
+        ++n;
+    } while (last < end);
+    c.rates.push_back(static_cast<double>(n) / std::chrono::duration<double>(last - start).count());
+    c.cycles += n;
+    c.sent += c.statements() - sent0;
+    const process_usage usage1 = process_usage::now();
+    c.switches += usage1.switches - usage0.switches;
+    c.cpu_us += usage1.cpu_us - usage0.cpu_us;
+}
+
+double median(std::vector<double> v) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    const std::size_t m = v.size() / 2;
+    return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
+double percentile(std::vector<double>& v, double p) {
+    if (v.empty()) return 0;
+    auto k = static_cast<std::size_t>(p * static_cast<double>(v.size() - 1));
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
+    return v[k];
+}
+
+// ---------------------------------------------------------------------------
+// Backends
+// ---------------------------------------------------------------------------
+
+// One database: a sqlock client on a fresh table prefix, plus a raw driver
+// connection (two for select_for_update's pinned transaction) on the same tables.
+class backend {
+public:
+    virtual ~backend() = default;
+    virtual std::string title() const = 0;
+    virtual std::vector<mode> modes() const = 0;
+    // Server facts for the report: one markdown line each.
+    virtual std::vector<std::string> facts() = 0;
+    // One acquire + release of `key` by the raw statements of mode `m`.
+    virtual void raw_cycle(mode m, const std::string& key) = 0;
+    // "" when the backend has no native lock to compare with.
+    virtual std::string native_label() const { return {}; }
+    virtual void native_cycle(const std::string&) {}
+    std::uint64_t raw_statements() const { return raw_statements_; }
+    virtual void drop_tables() = 0;
+
+    void adopt_client(sqlock::client c) { client_.emplace(std::move(c)); }
+    sqlock::client& client() { return *client_; }
+    void close_client() { client_.reset(); }
+
+protected:
+    std::uint64_t raw_statements_ = 0;
+    owner_source owners_;
+    const std::string holder_ = holder_text();
+    const std::string note_;  // sqlock's default note: empty
+
+private:
+    std::optional<sqlock::client> client_;
+};
+
+#ifdef SQLOCK_BENCH_POSTGRES
+class postgres_backend final : public backend {
+public:
+    postgres_backend(const std::string& url, const sql_texts& sql)
+        : main_(url), second_(url), prefix_(sql.prefix()) {
+        // The library's per-connection setup, with its default timeouts.
+        for (auto* c : {&main_, &second_}) {
+            pqxx::nontransaction tx(*c);
+            tx.exec_params(sql.get("session_setup"), "200", "10000");
+        }
+        for (const char* name : {"grant", "release_delete", "release_clear", "lock_row"}) main_.prepare(name, sql.get(name));
+        for (const char* name : {"bump_token", "ensure_row"}) second_.prepare(name, sql.get(name));
+        if (sql.has("pin_session")) {
+            // What the library runs once on a connection it pins for select_for_update.
+            pqxx::nontransaction tx(main_);
+            tx.exec_params(sql.get("pin_session"), std::to_string(lease_ms));
+        }
+        main_.prepare("native_lock", "SELECT pg_try_advisory_lock(hashtext($1))");
+        main_.prepare("native_unlock", "SELECT pg_advisory_unlock(hashtext($1))");
+    }
+
+    std::string title() const override { return "PostgreSQL"; }
+    std::vector<mode> modes() const override {
+        return {mode::unique_insert, mode::conditional_update, mode::select_for_update};
+    }
+
+    std::vector<std::string> facts() override {
+        pqxx::nontransaction tx(main_);
+        auto one = [&](const std::string& q) { return std::string(tx.exec(q)[0][0].c_str()); };
+        const std::string addr = one("SELECT coalesce(host(inet_server_addr()), 'unix socket')");
+        const int libpq = PQlibVersion();
+        return {
+            "Server: " + one("SELECT version()"),
+            "Settings: fsync=" + one("SHOW fsync") + ", synchronous_commit=" +
+                one("SHOW synchronous_commit") + ", full_page_writes=" + one("SHOW full_page_writes") +
+                ", wal_sync_method=" + one("SHOW wal_sync_method"),
+            "Connection: " + (addr == "unix socket" ? addr : "TCP to " + addr) + ", libpqxx " PQXX_VERSION
+                ", libpq " + std::to_string(libpq / 10000) + "." + std::to_string(libpq % 10000),
+        };
+    }
+
+    void raw_cycle(mode m, const std::string& key) override {
+        if (m == mode::select_for_update) return row_lock_cycle(key);
+        const std::string& owner = owners_.next();
+        pqxx::nontransaction tx(main_);
+        ++raw_statements_;
+        auto granted = tx.exec_prepared("grant", key, owner, std::string(sqlock::to_string(m)), lease_ms, holder_, note_);
+        if (granted[0][0].is_null()) bench_failure("raw grant found '" + key + "' held");
+        ++raw_statements_;
+        auto released = tx.exec_prepared(m == mode::unique_insert ? "release_delete" : "release_clear", key, owner);
+        if (released.affected_rows() != 1) bench_failure("raw release did not find '" + key + "'");
+    }
+
+    std::string native_label() const override { return "`pg_try_advisory_lock` + `pg_advisory_unlock`"; }
+    void native_cycle(const std::string& key) override {
+        pqxx::nontransaction tx(main_);
+        raw_statements_ += 2;
+        if (!tx.exec_prepared("native_lock", key)[0][0].as<bool>()) bench_failure("advisory lock busy");
+        if (!tx.exec_prepared("native_unlock", key)[0][0].as<bool>()) bench_failure("advisory unlock failed");
+    }
+
+    void drop_tables() override {
+        pqxx::nontransaction tx(main_);
+        tx.exec("DROP TABLE IF EXISTS " + prefix_ + "locks, " + prefix_ + "fences, " + prefix_ + "schema_version");
+    }
+
+private:
+    // select_for_update: BEGIN; lock the row without waiting (creating it
+    // first if missing, as the library does); bump the fence on the second
+    // connection; ROLLBACK, which is the release.
+    void row_lock_cycle(const std::string& key) {
+        for (int attempt = 0; attempt < 2; ++attempt) {
+            pqxx::work held(main_);
+            ++raw_statements_;  // BEGIN
+            ++raw_statements_;
+            auto row = held.exec_prepared("lock_row", key);
+            if (row.empty()) {
+                ++raw_statements_;  // ROLLBACK
+                held.abort();
+                pqxx::nontransaction tx(second_);
+                ++raw_statements_;
+                tx.exec_prepared("ensure_row", key);
+                continue;
+            }
+            if (!row[0][0].as<bool>()) bench_failure("raw lock_row found '" + key + "' held");
+            {
+                pqxx::nontransaction tx(second_);
+                ++raw_statements_;
+                tx.exec_prepared("bump_token", key)[0][0].as<std::int64_t>();
+            }
+            ++raw_statements_;  // ROLLBACK
+            held.abort();
+            return;
+        }
+        bench_failure("raw ensure_row did not create '" + key + "'");
+    }
+
+    pqxx::connection main_;
+    pqxx::connection second_;  // select_for_update's fence bump, outside the held transaction
+    std::string prefix_;
+};
+#endif
+
+#ifdef SQLOCK_BENCH_MYSQL
+struct mysql_url {
+    std::string host;  // tcp://host:port or unix://path, for the connector
+    std::string where;  // for the report
+    std::string user, password, database;
+};
+
+std::string percent_decode(std::string_view s) {
+    std::string out;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        if (s[i] == '%' && i + 2 < s.size()) {
+            out.push_back(static_cast<char>(std::stoi(std::string(s.substr(i + 1, 2)), nullptr, 16)));
+            i += 2;
+        } else {
+            out.push_back(s[i]);
+        }
+    }
+    return out;
+}
+
+// mysql://user:pass@host:port/db or mysql://user:pass@localhost/db?socket=/path
+mysql_url parse_mysql_url(std::string_view url) {
+    for (std::string_view scheme : {"mysql://", "mariadb://"})
+        if (url.starts_with(scheme)) url.remove_prefix(scheme.size());
+    mysql_url u;
+    std::string socket;
+    if (auto q = url.find('?'); q != std::string_view::npos) {
+        std::string_view query = url.substr(q + 1);
+        url = url.substr(0, q);
+        while (!query.empty()) {
+            auto amp = query.find('&');
+            std::string_view pair = query.substr(0, amp);
+            if (pair.starts_with("socket=")) socket = percent_decode(pair.substr(7));
+            query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+        }
+    }
+    if (auto slash = url.find('/'); slash != std::string_view::npos) {
+        u.database = percent_decode(url.substr(slash + 1));
+        url = url.substr(0, slash);
+    }
+    if (auto at = url.rfind('@'); at != std::string_view::npos) {
+        std::string_view userinfo = url.substr(0, at);
+        url = url.substr(at + 1);
+        auto colon = userinfo.find(':');
+        u.user = percent_decode(userinfo.substr(0, colon));
+        if (colon != std::string_view::npos) u.password = percent_decode(userinfo.substr(colon + 1));
+    }
+    std::string host(url), port = "3306";
+    if (auto colon = url.rfind(':'); colon != std::string_view::npos) {
+        host = url.substr(0, colon);
+        port = url.substr(colon + 1);
+    }
+    u.host = socket.empty() ? "tcp://" + host + ":" + port : "unix://" + socket;
+    u.where = socket.empty() ? "TCP to " + host : "unix socket";
+    return u;
+}
+
+class mysql_backend final : public backend {
+public:
+    mysql_backend(const std::string& url, const sql_texts& sql) : url_(parse_mysql_url(url)), prefix_(sql.prefix()) {
+        main_ = connect(sql);
+        second_ = connect(sql);
+        for (const char* name :
+             {"grant_lock", "grant_update", "grant_insert", "bump_token", "release_delete", "release_clear", "lock_row"})
+            main_.prepared[name].reset(main_.conn->prepareStatement(sql.get(name)));
+        for (const char* name : {"bump_token", "ensure_row"})
+            second_.prepared[name].reset(second_.conn->prepareStatement(sql.get(name)));
+        if (sql.has("pin_session")) {
+            // What the library runs once on a connection it pins for select_for_update.
+            std::unique_ptr<sql::PreparedStatement> pin(main_.conn->prepareStatement(sql.get("pin_session")));
+            pin->setInt(1, static_cast<int>(lease_ms / 1000));
+            pin->execute();
+        }
+        main_.prepared["native_lock"].reset(main_.conn->prepareStatement("SELECT GET_LOCK(?, 0)"));
+        main_.prepared["native_unlock"].reset(main_.conn->prepareStatement("SELECT RELEASE_LOCK(?)"));
+    }
+
+    std::string title() const override { return "MariaDB"; }
+    std::vector<mode> modes() const override {
+        return {mode::unique_insert, mode::conditional_update, mode::select_for_update};
+    }
+
+    std::vector<std::string> facts() override {
+        std::unique_ptr<sql::ResultSet> rs(main_.stmt->executeQuery(
+            "SELECT VERSION(), @@version_comment, @@innodb_flush_log_at_trx_commit, @@innodb_doublewrite, "
+            "@@log_bin, @@sync_binlog, @@innodb_buffer_pool_size"));
+        rs->next();
+        auto col = [&](int i) { return std::string(rs->getString(static_cast<std::uint32_t>(i)).asStdString()); };
+        sql::Driver* d = get_driver_instance();
+        return {
+            "Server: MariaDB " + col(1) + " (" + col(2) + ")",
+            "Settings: innodb_flush_log_at_trx_commit=" + col(3) + ", innodb_doublewrite=" + col(4) +
+                ", log_bin=" + col(5) + ", sync_binlog=" + col(6) + ", innodb_buffer_pool_size=" +
+                std::to_string(std::stoll(col(7)) >> 20) + " MiB",
+            "Connection: " + url_.where + ", Connector/C++ " + std::to_string(d->getMajorVersion()) + "." +
+                std::to_string(d->getMinorVersion()) + "." + std::to_string(d->getPatchVersion()),
+        };
+    }
+
+    // Lease modes: MariaDB has no data-modifying CTE and no UPDATE ... RETURNING,
+    // so the grant is START TRANSACTION; lock the row NOWAIT; UPDATE or INSERT;
+    // bump the fence (INSERT ... RETURNING the token); COMMIT. Then the release.
+    void raw_cycle(mode m, const std::string& key) override {
+        if (m == mode::select_for_update) return row_lock_cycle(key);
+        const std::string& owner = owners_.next();
+        exec(main_, "START TRANSACTION");
+        auto& lock = ps(main_, "grant_lock");
+        lock.setString(1, owner);
+        lock.setString(2, key);
+        ++raw_statements_;
+        std::unique_ptr<sql::ResultSet> rs(lock.executeQuery());
+        if (rs->next()) {
+            if (!rs->getBoolean(1)) bench_failure("raw grant_lock found '" + key + "' held");
+            auto& update = ps(main_, "grant_update");
+            update.setString(1, owner);
+            update.setString(2, sqlock::to_string(m));
+            update.setInt64(3, lease_ms);
+            update.setString(4, holder_);
+            update.setString(5, note_);
+            update.setString(6, key);
+            ++raw_statements_;
+            update.executeUpdate();
+        } else {
+            auto& insert = ps(main_, "grant_insert");
+            insert.setString(1, key);
+            insert.setString(2, owner);
+            insert.setString(3, sqlock::to_string(m));
+            insert.setInt64(4, lease_ms);
+            insert.setString(5, holder_);
+            insert.setString(6, note_);
+            ++raw_statements_;
+            insert.executeUpdate();
+        }
+        bump(main_, key);
+        exec(main_, "COMMIT");
+        auto& release = ps(main_, m == mode::unique_insert ? "release_delete" : "release_clear");
+        release.setString(1, key);
+        release.setString(2, owner);
+        ++raw_statements_;
+        if (release.executeUpdate() != 1) bench_failure("raw release did not find '" + key + "'");
+    }
+
+    std::string native_label() const override { return "`GET_LOCK(key, 0)` + `RELEASE_LOCK`"; }
+    void native_cycle(const std::string& key) override {
+        for (const char* name : {"native_lock", "native_unlock"}) {
+            auto& s = ps(main_, name);
+            s.setString(1, key);
+            ++raw_statements_;
+            std::unique_ptr<sql::ResultSet> rs(s.executeQuery());
+            if (!rs->next() || rs->getInt(1) != 1) bench_failure(std::string(name) + " did not return 1");
+        }
+    }
+
+    void drop_tables() override {
+        main_.stmt->execute("DROP TABLE IF EXISTS " + prefix_ + "locks, " + prefix_ + "fences, " + prefix_ +
+                            "schema_version");
+    }
+
+private:
+    struct connection {
+        std::unique_ptr<sql::Connection> conn;
+        std::unique_ptr<sql::Statement> stmt;
+        std::map<std::string, std::unique_ptr<sql::PreparedStatement>, std::less<>> prepared;
+    };
+
+    // Same connect options and session setup as the library.
+    connection connect(const sql_texts& sql) {
+        sql::ConnectOptionsMap opts;
+        opts["hostName"] = sql::SQLString(url_.host);
+        opts["userName"] = sql::SQLString(url_.user);
+        opts["password"] = sql::SQLString(url_.password);
+        opts["schema"] = sql::SQLString(url_.database);
+        opts["OPT_CHARSET_NAME"] = sql::SQLString("utf8mb4");
+        opts["CLIENT_FOUND_ROWS"] = true;
+        connection c;
+        c.conn.reset(get_driver_instance()->connect(opts));
+        c.stmt.reset(c.conn->createStatement());
+        std::unique_ptr<sql::PreparedStatement> setup(c.conn->prepareStatement(sql.get("session_setup")));
+        setup->setInt(1, 1);
+        setup->setDouble(2, 10.0);
+        setup->execute();
+        c.stmt->execute(sql.get("session_isolation"));
+        return c;
+    }
+
+    static sql::PreparedStatement& ps(connection& c, std::string_view name) { return *c.prepared.find(name)->second; }
+
+    void exec(connection& c, const char* text) {
+        ++raw_statements_;
+        c.stmt->execute(text);
+    }
+
+    // INSERT ... ON DUPLICATE KEY UPDATE ... RETURNING: bumps and reads the token.
+    void bump(connection& c, const std::string& key) {
+        auto& b = ps(c, "bump_token");
+        b.setString(1, key);
+        ++raw_statements_;
+        std::unique_ptr<sql::ResultSet> rs(b.executeQuery());
+        if (!rs->next()) bench_failure("raw fence bump returned no token for '" + key + "'");
+        rs->getInt64(1);
+    }
+
+    // select_for_update: START TRANSACTION; lock the row NOWAIT (creating it
+    // first if missing, as the library does); bump the fence on the second
+    // connection; ROLLBACK, which is the release.
+    void row_lock_cycle(const std::string& key) {
+        for (int attempt = 0; attempt < 2; ++attempt) {
+            exec(main_, "START TRANSACTION");
+            auto& lock = ps(main_, "lock_row");
+            lock.setString(1, key);
+            ++raw_statements_;
+            std::unique_ptr<sql::ResultSet> rs(lock.executeQuery());
+            if (!rs->next()) {
+                exec(main_, "ROLLBACK");
+                auto& ensure = ps(second_, "ensure_row");
+                ensure.setString(1, key);
+                ++raw_statements_;
+                ensure.executeUpdate();
+                continue;
+            }
+            if (!rs->getBoolean(1)) bench_failure("raw lock_row found '" + key + "' held");
+            bump(second_, key);
+            exec(main_, "ROLLBACK");
+            return;
+        }
+        bench_failure("raw ensure_row did not create '" + key + "'");
+    }
+
+    mysql_url url_;
+    std::string prefix_;
+    connection main_;
+    connection second_;
+};
+#endif
+
+#ifdef SQLOCK_BENCH_SQLITE
+// The statements in sql/sqlite/ read the clock through <prefix>now_ms(), which
+// every connection must register: the library's reads the real-time clock by
+// raw system call, and so does this one, at the same cost.
+void now_ms(sqlite3_context* context, int, sqlite3_value**) {
+    timespec ts{};
+    syscall(SYS_clock_gettime, CLOCK_REALTIME, &ts);
+    sqlite3_result_int64(context, static_cast<sqlite3_int64>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000);
+}
+
+std::string filesystem_of(const std::filesystem::path& file) {
+    struct statfs fs {};
+    if (statfs(file.parent_path().empty() ? "." : file.parent_path().c_str(), &fs) != 0) return "unknown";
+    switch (static_cast<unsigned long>(fs.f_type)) {
+        case 0xEF53: return "ext2/3/4";
+        case 0x01021994: return "tmpfs";
+        case 0x794c7630: return "overlayfs";
+        case 0x58465342: return "xfs";
+        case 0x9123683e: return "btrfs";
+        case 0x2fc12fc1: return "zfs";
+        default: return "f_type " + std::to_string(fs.f_type);
+    }
+}
+
+class sqlite_backend final : public backend {
+public:
+    sqlite_backend(const std::string& path, const sql_texts& sql) : path_(path), prefix_(sql.prefix()) {
+        // Same flags and pragmas as the library's connections.
+        if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                            nullptr) != SQLITE_OK)
+            throw std::runtime_error("cannot open sqlite database '" + path + "'");
+        sqlite3_busy_timeout(db_, 10'000);
+        const std::string now_fn = prefix_ + "now_ms";
+        sqlite3_create_function_v2(db_, now_fn.c_str(), 0, SQLITE_UTF8, nullptr, now_ms, nullptr, nullptr, nullptr);
+        exec("PRAGMA journal_mode=WAL");
+        exec("PRAGMA foreign_keys=ON");
+        for (const char* name : {"grant", "release_delete", "release_clear"}) {
+            const std::string text = sql.get(name);
+            sqlite3_stmt* st = nullptr;
+            if (sqlite3_prepare_v3(db_, text.c_str(), static_cast<int>(text.size()), SQLITE_PREPARE_PERSISTENT, &st,
+                                   nullptr) != SQLITE_OK)
+                throw std::runtime_error(std::string("preparing ") + name + ": " + sqlite3_errmsg(db_));
+            statements_[name] = st;
+        }
+    }
+    ~sqlite_backend() override {
+        for (auto& [name, st] : statements_) sqlite3_finalize(st);
+        sqlite3_close_v2(db_);
+    }
+
+    std::string title() const override { return "SQLite"; }
+    std::vector<mode> modes() const override { return {mode::unique_insert, mode::conditional_update}; }
+
+    std::vector<std::string> facts() override {
+        static const char* const sync_names[] = {"OFF", "NORMAL", "FULL", "EXTRA"};
+        const auto sync = pragma("synchronous");
+        return {
+            std::string("Library: SQLite ") + sqlite3_libversion() + ", in process",
+            "Settings: journal_mode=" + pragma("journal_mode") + ", synchronous=" +
+                (sync.size() == 1 && sync[0] >= '0' && sync[0] <= '3' ? sync_names[sync[0] - '0'] : sync) +
+                " (synchronous is this build's default: the library leaves it alone)",
+            "File system of the database file: " + filesystem_of(path_),
+        };
+    }
+
+    // One statement grants (the upsert, with triggers bumping the fence), one releases.
+    void raw_cycle(mode m, const std::string& key) override {
+        const std::string& owner = owners_.next();
+        const char* mode_name = sqlock::to_string(m);
+        sqlite3_stmt* grant = statements_.at("grant");
+        bind(grant, 1, key);
+        bind(grant, 2, owner);
+        bind(grant, 3, mode_name);
+        sqlite3_bind_int64(grant, 4, lease_ms);
+        bind(grant, 5, holder_);
+        bind(grant, 6, note_);
+        ++raw_statements_;
+        if (sqlite3_step(grant) != SQLITE_ROW) fail("raw grant did not return a token for '" + key + "'");
+        while (sqlite3_step(grant) == SQLITE_ROW) {
+        }
+        sqlite3_reset(grant);
+        sqlite3_clear_bindings(grant);
+
+        sqlite3_stmt* release = statements_.at(m == mode::unique_insert ? "release_delete" : "release_clear");
+        bind(release, 1, key);
+        bind(release, 2, owner);
+        ++raw_statements_;
+        if (sqlite3_step(release) != SQLITE_DONE) fail("raw release failed");
+        const int changed = sqlite3_changes(db_);
+        sqlite3_reset(release);
+        sqlite3_clear_bindings(release);
+        if (changed != 1) bench_failure("raw release did not find '" + key + "'");
+    }
+
+    void drop_tables() override {
+        for (auto& [name, st] : statements_) sqlite3_finalize(st);
+        statements_.clear();
+        for (const char* table : {"locks", "fences", "schema_version"}) exec("DROP TABLE IF EXISTS " + prefix_ + table);
+    }
+
+private:
+    void bind(sqlite3_stmt* st, int i, std::string_view v) {
+        sqlite3_bind_text(st, i, v.data(), static_cast<int>(v.size()), SQLITE_STATIC);
+    }
+    [[noreturn]] void fail(const std::string& what) { bench_failure(what + ": " + sqlite3_errmsg(db_)); }
+    void exec(const std::string& text) {
+        if (sqlite3_exec(db_, text.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK) fail(text);
+    }
+    std::string pragma(const std::string& name) {
+        sqlite3_stmt* st = nullptr;
+        std::string out;
+        if (sqlite3_prepare_v2(db_, ("PRAGMA " + name).c_str(), -1, &st, nullptr) == SQLITE_OK &&
+            sqlite3_step(st) == SQLITE_ROW)
+            out = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+        sqlite3_finalize(st);
+        return out;
+    }
+
+    std::filesystem::path path_;
+    std::string prefix_;
+    sqlite3* db_ = nullptr;
+    std::map<std::string, sqlite3_stmt*, std::less<>> statements_;
+};
+#endif
+
+// ---------------------------------------------------------------------------
+// Machine facts
+// ---------------------------------------------------------------------------
+
+std::string first_field(const std::string& file, std::string_view key) {
+    std::ifstream in(file);
+    for (std::string line; std::getline(in, line);) {
+        if (!line.starts_with(key)) continue;
+        auto sep = line.find_first_of(":=", key.size());
+        if (sep == std::string::npos) continue;
+        std::string v = line.substr(sep + 1);
+        v.erase(0, v.find_first_not_of(" \t\""));
+        while (!v.empty() && (v.back() == '"' || v.back() == ' ')) v.pop_back();
+        return v;
+    }
+    return "unknown";
+}
+
+std::string load_average() {
+    std::ifstream in("/proc/loadavg");
+    std::string one, five, fifteen;
+    in >> one >> five >> fifteen;
+    return one + " / " + five + " / " + fifteen;
+}
+
+struct machine {
+    std::string cpu, ram, os, kernel, load_start, compiler;
+    int nproc = 0;
+    bool virtualized = false;
+
+    static machine gather() {
+        machine m;
+        m.cpu = first_field("/proc/cpuinfo", "model name");
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        m.nproc = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set)
+                                                              : static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+        m.virtualized = first_field("/proc/cpuinfo", "flags").find(" hypervisor") != std::string::npos;
+        const std::string mem = first_field("/proc/meminfo", "MemTotal");
+        m.ram = format("%.1f GiB", std::stod(mem) / (1024.0 * 1024.0));
+        m.os = first_field("/etc/os-release", "PRETTY_NAME");
+        utsname u{};
+        if (uname(&u) == 0) m.kernel = std::string(u.sysname) + " " + u.release + " " + u.machine;
+        m.load_start = load_average();
+#if defined(__clang__)
+        m.compiler = "clang " __clang_version__;
+#elif defined(__GNUC__)
+        m.compiler = "g++ " __VERSION__;
+#endif
+        return m;
+    }
+};
+
+std::string utc_now() {
+    std::time_t t = std::time(nullptr);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M UTC", std::gmtime(&t));
+    return buf;
+}
+
+// ---------------------------------------------------------------------------
+// Report
+// ---------------------------------------------------------------------------
+
+std::string rate_text(double r) { return format(r >= 100 ? "%.0f" : "%.1f", r); }
+std::string micros_text(double us) { return format(us >= 10 ? "%.0f" : "%.1f", us); }
+
+struct options {
+    std::string postgres, mysql, sqlite, markdown;
+    double seconds = 3;
+    int reps = 3;
+    std::string sql_dir = SQLOCK_BENCH_SQL_DIR;
+};
+
+std::string render(const machine& m, const options& opt, const std::string& load_end,
+                   const std::vector<std::unique_ptr<backend>>& backends,
+                   const std::vector<std::vector<std::string>>& facts, std::vector<contender>& all) {
+    std::ostringstream md;
+    md << "### Machine and run\n\n"
+       << "| | |\n|---|---|\n"
+       << "| CPU | " << m.cpu << "; nproc " << m.nproc << (m.virtualized ? " (virtual machine)" : "") << " |\n"
+       << "| RAM | " << m.ram << " |\n"
+       << "| OS | " << m.os << ", " << m.kernel << " |\n"
+       << "| Load average (1/5/15 min) | " << m.load_start << " at start, " << load_end << " at end |\n"
+       << "| Build | " << m.compiler << ", CMAKE_BUILD_TYPE=" << SQLOCK_BENCH_BUILD_TYPE << " |\n"
+       << "| Run | " << utc_now() << "; " << opt.reps << " reps × " << format("%g", opt.seconds)
+       << " s per contender, interleaved; warm-up " << warmup_cycles << " cycles (at most "
+       << format("%g", warmup_max_seconds) << " s); one thread; " << key_space
+       << " keys per contender family; lease " << lease_ms / 1000 << " s |\n\n";
+
+    for (std::size_t b = 0; b < backends.size(); ++b) {
+        const std::string title = backends[b]->title();
+        md << "### " << title << "\n\n";
+        for (const auto& f : facts[b]) md << "- " << f << "\n";
+        md << "\n| contender | cycles/s, median (min–max) | p50 µs | p99 µs | statements/cycle "
+              "| client CPU µs/cycle | context switches/cycle | ÷ raw SQL | ÷ native lock |\n"
+              "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+        std::vector<contender*> rows;
+        for (auto& c : all)
+            if (c.backend == title) rows.push_back(&c);
+        const contender* native = nullptr;
+        for (auto* c : rows)
+            if (c->what == kind::native) native = c;
+        for (auto* c : rows) {
+            const double med = median(c->rates);
+            const auto [lo, hi] = std::minmax_element(c->rates.begin(), c->rates.end());
+            std::string vs_raw = "—";
+            if (c->what == kind::raw) vs_raw = "(baseline)";
+            if (c->what == kind::sqlock)
+                for (auto* r : rows)
+                    if (r->what == kind::raw && r->mode == c->mode) vs_raw = format("%.2f", med / median(r->rates));
+            std::string vs_native = "—";
+            if (native) vs_native = c == native ? "(baseline)" : format("%.2f", med / median(native->rates));
+            md << "| " << c->label << " | " << rate_text(med) << " (" << rate_text(*lo) << "–" << rate_text(*hi)
+               << ") | " << micros_text(percentile(c->latencies, 0.50)) << " | "
+               << micros_text(percentile(c->latencies, 0.99)) << " | "
+               << format("%.2f", static_cast<double>(c->sent) / static_cast<double>(c->cycles)) << " | "
+               << format("%.1f", c->cpu_us / static_cast<double>(c->cycles)) << " | "
+               << format("%.2f", static_cast<double>(c->switches) / static_cast<double>(c->cycles)) << " | " << vs_raw
+               << " | " << vs_native << " |\n";
+        }
+        md << "\n";
+    }
+    md << "Ratios divide median cycles/s: below 1 is slower than the baseline. Statements per cycle "
+          "count what each contender sends in its measured cycles; for sqlock it is the client's own "
+          "`stats().statements` counter. Client CPU and context switches are the whole bench "
+          "process's (every thread, sqlock's watchdog included; from `getrusage`) per measured "
+          "cycle; the database's own work is not in them, except SQLite's, which runs in process. "
+          "A blocking round trip costs about one context switch.\n";
+    return md.str();
+}
+
+[[noreturn]] void usage(int code) {
+    (code ? std::cerr : std::cout)
+        << "usage: sqlock_bench [--postgres URL] [--mysql URL] [--sqlite PATH]\n"
+           "                    [--seconds N] [--reps R] [--markdown FILE] [--sql-dir DIR]\n"
+           "Uncontended acquire+release cycles per second for each mode and backend given,\n"
+           "beside the same SQL sent straight through the driver and the native lock.\n"
+           "  --seconds N   length of one measurement (default 3)\n"
+           "  --reps R      measurements per contender, interleaved (default 3)\n"
+           "  --markdown F  also write the report to F\n"
+           "  --sql-dir D   the library's sql/ directory (default " SQLOCK_BENCH_SQL_DIR ")\n";
+    std::exit(code);
+}
+
+options parse_args(int argc, char** argv) {
+    options o;
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        if (arg == "-h" || arg == "--help") usage(0);
+        if (i + 1 >= argc) {
+            std::cerr << "sqlock_bench: " << arg << " needs a value\n";
+            usage(2);
+        }
+        const std::string value = argv[++i];
+        try {
+            if (arg == "--postgres") o.postgres = value;
+            else if (arg == "--mysql") o.mysql = value;
+            else if (arg == "--sqlite") o.sqlite = value;
+            else if (arg == "--markdown") o.markdown = value;
+            else if (arg == "--sql-dir") o.sql_dir = value;
+            else if (arg == "--seconds") o.seconds = std::stod(value);
+            else if (arg == "--reps") o.reps = std::stoi(value);
+            else {
+                std::cerr << "sqlock_bench: unknown option " << arg << "\n";
+                usage(2);
+            }
+        } catch (const std::logic_error&) {
+            std::cerr << "sqlock_bench: " << arg << " needs a number, got '" << value << "'\n";
+            usage(2);
+        }
+    }
+    if (o.seconds <= 0 || o.reps < 1) {
+        std::cerr << "sqlock_bench: --seconds must be positive and --reps at least 1\n";
+        usage(2);
+    }
+    if (o.postgres.empty() && o.mysql.empty() && o.sqlite.empty()) {
+        std::cerr << "sqlock_bench: give at least one of --postgres, --mysql, --sqlite\n";
+        usage(2);
+    }
+    return o;
+}
+
+std::string random_prefix() {
+    std::mt19937_64 rng(std::random_device{}());
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "bench_%08llx_", static_cast<unsigned long long>(rng() & 0xffffffffULL));
+    return buf;
+}
+
+std::unique_ptr<backend> open_backend(const std::string& dialect, const std::string& where,
+                                      const options& opt, const std::string& prefix) {
+    const sql_texts sql(std::filesystem::path(opt.sql_dir) / dialect, prefix);
+    const std::string url = dialect == "sqlite" ? "sqlite:" + std::filesystem::absolute(where).string() : where;
+    // The library creates its schema under the fresh prefix first: the raw
+    // connections prepare their statements against those tables.
+    sqlock::client_options client_options;
+    client_options.table_prefix = prefix;
+    auto client = sqlock::client::open(url, client_options);
+    client.migrate();
+    std::unique_ptr<backend> b;
+#ifdef SQLOCK_BENCH_POSTGRES
+    if (dialect == "postgres") b = std::make_unique<postgres_backend>(where, sql);
+#endif
+#ifdef SQLOCK_BENCH_MYSQL
+    if (dialect == "mysql") b = std::make_unique<mysql_backend>(where, sql);
+#endif
+#ifdef SQLOCK_BENCH_SQLITE
+    if (dialect == "sqlite") b = std::make_unique<sqlite_backend>(where, sql);
+#endif
+    if (!b) throw std::runtime_error("the " + dialect + " backend was left out of this build");
+    b->adopt_client(std::move(client));
+    return b;
+}
+
+std::vector<contender> contenders_of(backend& b) {
+    std::vector<contender> out;
+    const std::string title = b.title();
+    for (mode m : b.modes()) {
+        // sqlock and the raw SQL of one mode share their keys, so they meet
+        // the same rows (created by whichever warms up first).
+        auto keys = std::make_shared<std::vector<std::string>>(make_keys(sqlock::to_string(m)));
+        const std::string name = sqlock::to_string(m);
+        contender lib{title, kind::sqlock, name, "sqlock `" + name + "`", {}, {}};
+        lib.cycle = [&b, keys, m](std::uint64_t i) {
+            auto lease = b.client().try_acquire((*keys)[i % key_space], {.mode = m, .reentrant = false});
+            if (!lease) bench_failure("sqlock found '" + (*keys)[i % key_space] + "' held");
+            lease->release();
+        };
+        lib.statements = [&b] { return b.client().stats().statements; };
+        out.push_back(std::move(lib));
+        contender raw{title, kind::raw, name, "raw SQL `" + name + "`", {}, {}};
+        raw.cycle = [&b, keys, m](std::uint64_t i) { b.raw_cycle(m, (*keys)[i % key_space]); };
+        raw.statements = [&b] { return b.raw_statements(); };
+        out.push_back(std::move(raw));
+    }
+    if (const std::string label = b.native_label(); !label.empty()) {
+        auto keys = std::make_shared<std::vector<std::string>>(make_keys("native"));
+        contender native{title, kind::native, "", "native " + label, {}, {}};
+        native.cycle = [&b, keys](std::uint64_t i) { b.native_cycle((*keys)[i % key_space]); };
+        native.statements = [&b] { return b.raw_statements(); };
+        out.push_back(std::move(native));
+    }
+    return out;
+}
+
+int run(const options& opt) {
+    const machine m = machine::gather();
+    const std::string prefix = random_prefix();
+    std::cerr << "sqlock_bench: table prefix " << prefix << "\n";
+
+    std::vector<std::unique_ptr<backend>> backends;
+    // Leave no bench_* tables behind, whether the run finishes or fails.
+    struct dropper {
+        std::vector<std::unique_ptr<backend>>& backends;
+        ~dropper() {
+            for (auto& b : backends) {
+                try {
+                    b->close_client();
+                    b->drop_tables();
+                } catch (const std::exception& e) {
+                    std::cerr << "sqlock_bench: dropping the " << b->title() << " bench tables failed: " << e.what()
+                              << "\n";
+                }
+            }
+        }
+    } drop_at_exit{backends};
+    if (!opt.postgres.empty()) backends.push_back(open_backend("postgres", opt.postgres, opt, prefix));
+    if (!opt.mysql.empty()) backends.push_back(open_backend("mysql", opt.mysql, opt, prefix));
+    if (!opt.sqlite.empty()) backends.push_back(open_backend("sqlite", opt.sqlite, opt, prefix));
+
+    std::vector<std::vector<std::string>> facts;
+    std::vector<contender> all;
+    for (auto& b : backends) {
+        facts.push_back(b->facts());
+        for (auto& c : contenders_of(*b)) all.push_back(std::move(c));
+    }
+
+    for (auto& c : all) {
+        std::cerr << "sqlock_bench: warm-up  " << c.backend << " " << c.label << "\n";
+        warm_up(c);
+    }
+    for (int rep = 0; rep < opt.reps; ++rep) {
+        // Alternate the direction so no contender always follows the same one.
+        for (std::size_t k = 0; k < all.size(); ++k) {
+            auto& c = all[rep % 2 == 0 ? k : all.size() - 1 - k];
+            measure(c, opt.seconds);
+            std::cerr << "sqlock_bench: rep " << rep + 1 << "/" << opt.reps << "  " << c.backend << " " << c.label
+                      << ": " << rate_text(c.rates.back()) << " cycles/s\n";
+        }
+    }
+
+    const std::string report = render(m, opt, load_average(), backends, facts, all);
+    std::cout << report << std::flush;
+    if (!opt.markdown.empty()) {
+        std::ofstream out(opt.markdown);
+        out << report;
+        if (!out.flush()) throw std::runtime_error("cannot write " + opt.markdown);
+    }
+
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const options opt = parse_args(argc, argv);
+    try {
+        return run(opt);
+    } catch (const std::exception& e) {
+        std::cerr << "sqlock_bench: " << e.what() << "\n";
+        return 1;
+    }
+}
