@@ -1,5 +1,7 @@
-// sqlock_bench: uncontended acquire+release cycles per second, for every mode
-// on every backend given, measured in one run beside
+// sqlock_bench: two workloads on every backend given (docs/benchmarks.md).
+//
+// cycles: uncontended acquire+release cycles per second, for every mode,
+// measured in one run beside
 //   - raw SQL: the very statements sqlock sends for that mode (read from
 //     sql/<dialect>/*.sql, same tables, same order), sent straight through
 //     the driver on one connection (two for select_for_update, like the
@@ -9,11 +11,22 @@
 // so rows are reused the way an application reuses its keys. Measurements are
 // repeated --reps times, all contenders interleaved (alternating direction), so
 // drift on the machine hits them all alike; the tables show the median and the
-// min-max spread. Writes markdown to --markdown FILE and to stdout; progress
-// goes to stderr.
+// min-max spread.
+//
+// renewal: one client holding N leases (3 s, renewed every second) while its
+// watchdog renews them in batches, beside the same N leases each renewed by
+// its own renew statement once a second (Redisson's shape) on one raw
+// connection: statements per second, and the database server's CPU time read
+// from /proc for the pids given (--postgres-pid, --mysql-pid).
+//
+// Writes markdown to --markdown FILE (cycles), --renewal-markdown FILE
+// (renewal) and to stdout; progress goes to stderr.
 //
 //   sqlock_bench [--postgres URL] [--mysql URL] [--sqlite PATH]
-//                [--seconds N] [--reps R] [--markdown FILE] [--sql-dir DIR]
+//                [--workload cycles,renewal] [--seconds N] [--reps R]
+//                [--renewal-leases N,N,...] [--renewal-rounds K]
+//                [--postgres-pid PID] [--mysql-pid PID]
+//                [--markdown FILE] [--renewal-markdown FILE] [--sql-dir DIR]
 
 #include <sqlock/sqlock.hpp>
 
@@ -43,6 +56,7 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <ctime>
@@ -58,6 +72,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -252,12 +267,30 @@ public:
     // "" when the backend has no native lock to compare with.
     virtual std::string native_label() const { return {}; }
     virtual void native_cycle(const std::string&) {}
+    // The renewal baseline: grant `key` to `owner` with the library's grant
+    // statements (conditional_update), and renew it with its single-lease
+    // renew.sql. raw_renew returns false when no live lease of `owner` matched.
+    virtual void raw_grant(const std::string& key, const std::string& owner, std::int64_t lease) = 0;
+    virtual bool raw_renew(const std::string& key, const std::string& owner, std::int64_t lease) = 0;
+    // Around many raw_grant calls: one transaction where that saves a disk
+    // flush per grant (SQLite).
+    virtual void raw_bulk_begin() {}
+    virtual void raw_bulk_end() {}
+    // One writer at a time for the whole database (SQLite).
+    virtual bool single_writer() const { return false; }
     std::uint64_t raw_statements() const { return raw_statements_; }
     virtual void drop_tables() = 0;
 
-    void adopt_client(sqlock::client c) { client_.emplace(std::move(c)); }
+    void adopt_client(sqlock::client c, std::string url) {
+        client_.emplace(std::move(c));
+        url_ = std::move(url);
+    }
     sqlock::client& client() { return *client_; }
     void close_client() { client_.reset(); }
+    // The library URL of this database, for further clients.
+    const std::string& url() const { return url_; }
+    // An owner id in sqlock's shape, for rows the bench grants itself.
+    std::string new_owner() { return owners_.next(); }
 
 protected:
     std::uint64_t raw_statements_ = 0;
@@ -267,6 +300,7 @@ protected:
 
 private:
     std::optional<sqlock::client> client_;
+    std::string url_;
 };
 
 #ifdef SQLOCK_BENCH_POSTGRES
@@ -279,7 +313,8 @@ public:
             pqxx::nontransaction tx(*c);
             tx.exec_params(sql.get("session_setup"), "200", "10000");
         }
-        for (const char* name : {"grant", "release_delete", "release_clear", "lock_row"}) main_.prepare(name, sql.get(name));
+        for (const char* name : {"grant", "release_delete", "release_clear", "lock_row", "renew"})
+            main_.prepare(name, sql.get(name));
         for (const char* name : {"bump_token", "ensure_row"}) second_.prepare(name, sql.get(name));
         if (sql.has("pin_session")) {
             // What the library runs once on a connection it pins for select_for_update.
@@ -320,6 +355,20 @@ public:
         ++raw_statements_;
         auto released = tx.exec_prepared(m == mode::unique_insert ? "release_delete" : "release_clear", key, owner);
         if (released.affected_rows() != 1) bench_failure("raw release did not find '" + key + "'");
+    }
+
+    void raw_grant(const std::string& key, const std::string& owner, std::int64_t lease) override {
+        pqxx::nontransaction tx(main_);
+        ++raw_statements_;
+        auto granted = tx.exec_prepared("grant", key, owner, std::string(sqlock::to_string(mode::conditional_update)),
+                                        lease, holder_, note_);
+        if (granted[0][0].is_null()) bench_failure("raw grant found '" + key + "' held");
+    }
+
+    bool raw_renew(const std::string& key, const std::string& owner, std::int64_t lease) override {
+        pqxx::nontransaction tx(main_);
+        ++raw_statements_;
+        return tx.exec_prepared("renew", key, owner, lease).affected_rows() == 1;
     }
 
     std::string native_label() const override { return "`pg_try_advisory_lock` + `pg_advisory_unlock`"; }
@@ -435,7 +484,8 @@ public:
         main_ = connect(sql);
         second_ = connect(sql);
         for (const char* name :
-             {"grant_lock", "grant_update", "grant_insert", "bump_token", "release_delete", "release_clear", "lock_row"})
+             {"grant_lock", "grant_update", "grant_insert", "bump_token", "release_delete", "release_clear", "lock_row",
+              "renew"})
             main_.prepared[name].reset(main_.conn->prepareStatement(sql.get(name)));
         for (const char* name : {"bump_token", "ensure_row"})
             second_.prepared[name].reset(second_.conn->prepareStatement(sql.get(name)));
@@ -477,41 +527,25 @@ public:
     void raw_cycle(mode m, const std::string& key) override {
         if (m == mode::select_for_update) return row_lock_cycle(key);
         const std::string& owner = owners_.next();
-        exec(main_, "START TRANSACTION");
-        auto& lock = ps(main_, "grant_lock");
-        lock.setString(1, owner);
-        lock.setString(2, key);
-        ++raw_statements_;
-        std::unique_ptr<sql::ResultSet> rs(lock.executeQuery());
-        if (rs->next()) {
-            if (!rs->getBoolean(1)) bench_failure("raw grant_lock found '" + key + "' held");
-            auto& update = ps(main_, "grant_update");
-            update.setString(1, owner);
-            update.setString(2, sqlock::to_string(m));
-            update.setInt64(3, lease_ms);
-            update.setString(4, holder_);
-            update.setString(5, note_);
-            update.setString(6, key);
-            ++raw_statements_;
-            update.executeUpdate();
-        } else {
-            auto& insert = ps(main_, "grant_insert");
-            insert.setString(1, key);
-            insert.setString(2, owner);
-            insert.setString(3, sqlock::to_string(m));
-            insert.setInt64(4, lease_ms);
-            insert.setString(5, holder_);
-            insert.setString(6, note_);
-            ++raw_statements_;
-            insert.executeUpdate();
-        }
-        bump(main_, key);
-        exec(main_, "COMMIT");
+        grant(m, key, owner, lease_ms);
         auto& release = ps(main_, m == mode::unique_insert ? "release_delete" : "release_clear");
         release.setString(1, key);
         release.setString(2, owner);
         ++raw_statements_;
         if (release.executeUpdate() != 1) bench_failure("raw release did not find '" + key + "'");
+    }
+
+    void raw_grant(const std::string& key, const std::string& owner, std::int64_t lease) override {
+        grant(mode::conditional_update, key, owner, lease);
+    }
+
+    bool raw_renew(const std::string& key, const std::string& owner, std::int64_t lease) override {
+        auto& renew = ps(main_, "renew");
+        renew.setInt64(1, lease);
+        renew.setString(2, key);
+        renew.setString(3, owner);
+        ++raw_statements_;
+        return renew.executeUpdate() == 1;  // CLIENT_FOUND_ROWS: rows matched
     }
 
     std::string native_label() const override { return "`GET_LOCK(key, 0)` + `RELEASE_LOCK`"; }
@@ -536,6 +570,41 @@ private:
         std::unique_ptr<sql::Statement> stmt;
         std::map<std::string, std::unique_ptr<sql::PreparedStatement>, std::less<>> prepared;
     };
+
+    // The lease modes' grant, committed: START TRANSACTION; lock the row
+    // NOWAIT; UPDATE or INSERT; bump the fence; COMMIT.
+    void grant(mode m, const std::string& key, const std::string& owner, std::int64_t lease) {
+        exec(main_, "START TRANSACTION");
+        auto& lock = ps(main_, "grant_lock");
+        lock.setString(1, owner);
+        lock.setString(2, key);
+        ++raw_statements_;
+        std::unique_ptr<sql::ResultSet> rs(lock.executeQuery());
+        if (rs->next()) {
+            if (!rs->getBoolean(1)) bench_failure("raw grant_lock found '" + key + "' held");
+            auto& update = ps(main_, "grant_update");
+            update.setString(1, owner);
+            update.setString(2, sqlock::to_string(m));
+            update.setInt64(3, lease);
+            update.setString(4, holder_);
+            update.setString(5, note_);
+            update.setString(6, key);
+            ++raw_statements_;
+            update.executeUpdate();
+        } else {
+            auto& insert = ps(main_, "grant_insert");
+            insert.setString(1, key);
+            insert.setString(2, owner);
+            insert.setString(3, sqlock::to_string(m));
+            insert.setInt64(4, lease);
+            insert.setString(5, holder_);
+            insert.setString(6, note_);
+            ++raw_statements_;
+            insert.executeUpdate();
+        }
+        bump(main_, key);
+        exec(main_, "COMMIT");
+    }
 
     // Same connect options and session setup as the library.
     connection connect(const sql_texts& sql) {
@@ -643,7 +712,7 @@ public:
         sqlite3_create_function_v2(db_, now_fn.c_str(), 0, SQLITE_UTF8, nullptr, now_ms, nullptr, nullptr, nullptr);
         exec("PRAGMA journal_mode=WAL");
         exec("PRAGMA foreign_keys=ON");
-        for (const char* name : {"grant", "release_delete", "release_clear"}) {
+        for (const char* name : {"grant", "release_delete", "release_clear", "renew"}) {
             const std::string text = sql.get(name);
             sqlite3_stmt* st = nullptr;
             if (sqlite3_prepare_v3(db_, text.c_str(), static_cast<int>(text.size()), SQLITE_PREPARE_PERSISTENT, &st,
@@ -699,6 +768,39 @@ public:
         sqlite3_reset(release);
         sqlite3_clear_bindings(release);
         if (changed != 1) bench_failure("raw release did not find '" + key + "'");
+    }
+
+    void raw_grant(const std::string& key, const std::string& owner, std::int64_t lease) override {
+        sqlite3_stmt* grant = statements_.at("grant");
+        bind(grant, 1, key);
+        bind(grant, 2, owner);
+        bind(grant, 3, sqlock::to_string(mode::conditional_update));
+        sqlite3_bind_int64(grant, 4, lease);
+        bind(grant, 5, holder_);
+        bind(grant, 6, note_);
+        ++raw_statements_;
+        if (sqlite3_step(grant) != SQLITE_ROW) fail("raw grant did not return a token for '" + key + "'");
+        while (sqlite3_step(grant) == SQLITE_ROW) {
+        }
+        sqlite3_reset(grant);
+        sqlite3_clear_bindings(grant);
+    }
+
+    void raw_bulk_begin() override { exec("BEGIN IMMEDIATE"); }
+    void raw_bulk_end() override { exec("COMMIT"); }
+    bool single_writer() const override { return true; }
+
+    bool raw_renew(const std::string& key, const std::string& owner, std::int64_t lease) override {
+        sqlite3_stmt* renew = statements_.at("renew");
+        bind(renew, 1, key);
+        bind(renew, 2, owner);
+        sqlite3_bind_int64(renew, 3, lease);
+        ++raw_statements_;
+        if (sqlite3_step(renew) != SQLITE_DONE) fail("raw renew failed");
+        const int changed = sqlite3_changes(db_);
+        sqlite3_reset(renew);
+        sqlite3_clear_bindings(renew);
+        return changed == 1;
     }
 
     void drop_tables() override {
@@ -804,7 +906,22 @@ struct options {
     double seconds = 3;
     int reps = 3;
     std::string sql_dir = SQLOCK_BENCH_SQL_DIR;
+    bool cycles = true, renewal = true;  // --workload
+    std::vector<std::size_t> renewal_leases{100, 1000, 10000};
+    int renewal_rounds = 2;
+    int postgres_pid = 0, mysql_pid = 0;  // 0: the server's CPU is not measured
+    std::string renewal_markdown;
 };
+
+// The machine rows of a run table.
+std::string machine_rows(const machine& m) {
+    std::ostringstream md;
+    md << "| CPU | " << m.cpu << "; nproc " << m.nproc << (m.virtualized ? " (virtual machine)" : "") << " |\n"
+       << "| RAM | " << m.ram << " |\n"
+       << "| OS | " << m.os << ", " << m.kernel << " |\n"
+       << "| Build | " << m.compiler << ", CMAKE_BUILD_TYPE=" << SQLOCK_BENCH_BUILD_TYPE << " |\n";
+    return md.str();
+}
 
 std::string render(const machine& m, const options& opt, const std::string& load_end,
                    const std::vector<std::unique_ptr<backend>>& backends,
@@ -812,11 +929,8 @@ std::string render(const machine& m, const options& opt, const std::string& load
     std::ostringstream md;
     md << "### Machine and run\n\n"
        << "| | |\n|---|---|\n"
-       << "| CPU | " << m.cpu << "; nproc " << m.nproc << (m.virtualized ? " (virtual machine)" : "") << " |\n"
-       << "| RAM | " << m.ram << " |\n"
-       << "| OS | " << m.os << ", " << m.kernel << " |\n"
+       << machine_rows(m)
        << "| Load average (1/5/15 min) | " << m.load_start << " at start, " << load_end << " at end |\n"
-       << "| Build | " << m.compiler << ", CMAKE_BUILD_TYPE=" << SQLOCK_BENCH_BUILD_TYPE << " |\n"
        << "| Run | " << utc_now() << "; " << opt.reps << " reps × " << format("%g", opt.seconds)
        << " s per contender, interleaved; warm-up " << warmup_cycles << " cycles (at most "
        << format("%g", warmup_max_seconds) << " s); one thread; " << key_space
@@ -864,16 +978,521 @@ std::string render(const machine& m, const options& opt, const std::string& load
     return md.str();
 }
 
+// ---------------------------------------------------------------------------
+// Renewal: the watchdog's batched renewal against one statement per lease
+// ---------------------------------------------------------------------------
+
+// Leases of 3 s, which the watchdog renews every second (a third of the lease,
+// the default), so a window of K rounds lasts K seconds.
+constexpr std::chrono::milliseconds renewal_lease{3000};
+constexpr std::chrono::milliseconds renewal_interval{1000};
+// The per-lease baseline's rows are granted, and renewed, for an hour, so they
+// stay owned across windows whatever the baseline's pace. The statement costs
+// the database the same whatever length it writes.
+constexpr std::int64_t per_lease_ms = 3'600'000;
+
+double seconds_of(clock_type::duration d) { return std::chrono::duration<double>(d).count(); }
+
+double thread_cpu_seconds() {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// Fields of /proc/<pid>/stat after "(comm)": [0] is field 3 (state).
+std::vector<std::string> proc_stat_fields(int pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    std::getline(in, line);
+    std::vector<std::string> out;
+    const auto close = line.rfind(')');
+    if (close == std::string::npos) return out;
+    std::istringstream rest(line.substr(close + 1));
+    for (std::string f; rest >> f;) out.push_back(f);
+    return out;
+}
+
+// CPU time a database server uses. Read from each process's CPU-time clock
+// (clock_getcpuclockid: every thread of the process, in nanoseconds), which is
+// the utime + stime of /proc/<pid>/stat without its 10 ms ticks: a small
+// batch costs the server less than one tick per window.
+class server_cpu {
+public:
+    // PostgreSQL: the postmaster and every process it forked (a backend per
+    // connection, the WAL writer, the checkpointer ...). MariaDB: mariadbd,
+    // whose connections are threads.
+    server_cpu(int pid, bool with_children) : root_(pid), children_(with_children) {
+        if (!std::filesystem::exists("/proc/" + std::to_string(pid)))
+            throw std::runtime_error("no process " + std::to_string(pid) + " to read the server's CPU time from");
+        std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
+        std::getline(comm, name_);
+    }
+
+    struct sample {
+        std::map<int, double> seconds;  // per live process
+        double reaped = 0;              // children that exited and were waited for, whole lives
+    };
+
+    sample take() const {
+        sample s;
+        read(root_, s);
+        if (children_) {
+            for (int child : children()) read(child, s);
+            const auto f = proc_stat_fields(root_);
+            if (f.size() > 14) s.reaped = (std::stod(f[13]) + std::stod(f[14])) / static_cast<double>(sysconf(_SC_CLK_TCK));
+        }
+        return s;
+    }
+
+    // CPU seconds between two samples. A process that exited in between
+    // counts with its whole life (from the reaped total) minus what it had
+    // used before the first sample.
+    static double between(const sample& a, const sample& b) {
+        double total = b.reaped - a.reaped;
+        for (const auto& [pid, t] : b.seconds) {
+            auto before = a.seconds.find(pid);
+            total += t - (before == a.seconds.end() ? 0.0 : before->second);
+        }
+        for (const auto& [pid, t] : a.seconds)
+            if (!b.seconds.contains(pid)) total -= t;
+        return std::max(total, 0.0);
+    }
+
+    std::string describe() const {
+        return "`" + name_ + "` pid " + std::to_string(root_) +
+               (children_ ? " and every process whose parent it is" : ", all threads");
+    }
+
+private:
+    static void read(int pid, sample& s) {
+        clockid_t clock{};
+        timespec ts{};
+        if (clock_getcpuclockid(pid, &clock) != 0 || clock_gettime(clock, &ts) != 0) return;  // gone
+        s.seconds[pid] = static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+    }
+
+    std::vector<int> children() const {
+        std::vector<int> out;
+        // The kernel's list when it keeps one (CONFIG_PROC_CHILDREN), else a scan of /proc.
+        std::ifstream list("/proc/" + std::to_string(root_) + "/task/" + std::to_string(root_) + "/children");
+        if (list) {
+            for (int pid; list >> pid;) out.push_back(pid);
+            return out;
+        }
+        for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+            const std::string name = entry.path().filename().string();
+            if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+            const auto f = proc_stat_fields(std::stoi(name));
+            if (f.size() > 1 && f[1] == std::to_string(root_)) out.push_back(std::stoi(name));
+        }
+        return out;
+    }
+
+    int root_;
+    bool children_;
+    std::string name_;
+};
+
+// One window's counters, taken at its start and at its end.
+struct renewal_sample {
+    clock_type::time_point at;
+    std::uint64_t statements = 0;
+    std::uint64_t renewals = 0;
+    std::uint64_t rounds = 0;
+    std::uint64_t troubles = 0;  // sqlock: leases lost + renewal failures
+    double process_cpu = 0;      // seconds, every thread of the bench
+    double main_cpu = 0;         // seconds, the calling (main) thread
+    std::optional<server_cpu::sample> server;
+};
+
+struct renewal_window {
+    double seconds = 0;
+    double statements = 0;
+    double renewals = 0;
+    double rounds = 0;
+    double troubles = 0;
+    double client_cpu = 0;             // seconds
+    std::optional<double> server_cpu;  // seconds
+    double worst_lag = 0;              // seconds behind schedule, per-lease baseline only
+};
+
+// Reading the server's CPU costs the bench a little: at a window's start it is
+// read before the bench's own counters, at its end after them.
+enum class sample_at { start, end };
+
+renewal_sample take_sample(const server_cpu* probe, sample_at when,
+                           const std::function<void(renewal_sample&)>& counters) {
+    renewal_sample s;
+    if (probe && when == sample_at::start) s.server = probe->take();
+    s.at = clock_type::now();
+    counters(s);
+    s.process_cpu = process_usage::now().cpu_us * 1e-6;
+    s.main_cpu = thread_cpu_seconds();
+    if (probe && when == sample_at::end) s.server = probe->take();
+    return s;
+}
+
+// `exclude_main`: the main thread only waited (sqlock's watchdog did the work).
+renewal_window window_between(const renewal_sample& a, const renewal_sample& b, bool exclude_main) {
+    renewal_window w;
+    w.seconds = seconds_of(b.at - a.at);
+    w.statements = static_cast<double>(b.statements - a.statements);
+    w.renewals = static_cast<double>(b.renewals - a.renewals);
+    w.rounds = static_cast<double>(b.rounds - a.rounds);
+    w.troubles = static_cast<double>(b.troubles - a.troubles);
+    w.client_cpu = (b.process_cpu - a.process_cpu) - (exclude_main ? b.main_cpu - a.main_cpu : 0.0);
+    if (a.server && b.server) w.server_cpu = server_cpu::between(*a.server, *b.server);
+    return w;
+}
+
+// Progress on stderr, after the window.
+void log_window(const std::string& what, int rep, int reps, const renewal_window& w) {
+    std::cerr << "sqlock_bench: renewal  " << what << ", window " << rep + 1 << "/" << reps << ": "
+              << format("%.3f", w.seconds) << " s, " << format("%.0f", w.rounds) << " rounds, "
+              << format("%.0f", w.statements) << " statements, " << format("%.0f", w.renewals) << " renewals, "
+              << format("%.0f", w.troubles) << " lost/failed, client CPU " << format("%.1f", w.client_cpu * 1e3)
+              << " ms, server CPU " << (w.server_cpu ? format("%.1f", *w.server_cpu * 1e3) + " ms" : "-")
+              << ", worst lag " << format("%.0f", w.worst_lag * 1e3) << " ms\n";
+}
+
+struct renewal_row {
+    std::size_t leases = 0;
+    std::vector<renewal_window> batched, per_lease;
+};
+
+struct renewal_report {
+    std::string backend;
+    std::string cpu_source;  // "" when the server's CPU was not measured
+    double idle_cpu_ms = 0;  // the server's CPU per second while nothing is renewed
+    bool in_process = false;  // SQLite: the database's work is the bench's CPU
+    std::vector<std::string> facts;  // server facts, when no cycles report gives them
+    std::vector<renewal_row> rows;
+};
+
+struct renewal_plan {
+    std::vector<std::size_t> leases;
+    int reps = 3;
+    int rounds = 2;
+};
+
+// Waits, sleeping until `not_before` and then polling every millisecond, until
+// the watchdog has finished `target` rounds that renewed something.
+void wait_rounds(sqlock::client& c, std::uint64_t target, clock_type::time_point not_before) {
+    std::this_thread::sleep_until(not_before);
+    const auto give_up = clock_type::now() + std::chrono::seconds(60);
+    while (c.stats().watchdog_ticks < target) {
+        if (clock_type::now() > give_up) bench_failure("the watchdog finished no renewal round for 60 s");
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+}
+
+// On SQLite the watchdog's renewals wait for the one write lock, and a thread
+// granting or releasing in a tight loop holds them off: SQLite's busy handler
+// sleeps (up to 100 ms) and retries, it does not queue, so the watchdog
+// rarely finds the lock free and the leases pass their deadline. The bench's
+// own grants and releases therefore pause for 150 ms after every 200 ms there.
+class pacer {
+public:
+    explicit pacer(bool on) : on_(on), since_(clock_type::now()) {}
+    void step() {
+        if (!on_ || clock_type::now() - since_ < std::chrono::milliseconds(200)) return;
+        std::this_thread::sleep_for(std::chrono::milliseconds(150));
+        since_ = clock_type::now();
+    }
+
+private:
+    bool on_;
+    clock_type::time_point since_;
+};
+
+// sqlock: `n` leases held by one client; its watchdog renews them. Measured
+// over whole rounds: each window starts just after one round has finished
+// and ends just after the `rounds`-th next one has.
+std::vector<renewal_window> measure_batched(sqlock::client& c, std::size_t n, const renewal_plan& plan,
+                                            const server_cpu* probe, const std::string& what, bool single_writer) {
+    std::vector<sqlock::lease> held;
+    held.reserve(n);
+    const sqlock::lock_options options{.lease = renewal_lease, .reentrant = false};
+    const std::uint64_t lost_before = c.stats().leases_lost;
+    pacer pace(single_writer);
+    for (std::size_t i = 0; i < n; ++i) {
+        const std::string key = "renewal/sqlock/" + std::to_string(i);
+        auto l = c.try_acquire(key, options);
+        if (!l) bench_failure("sqlock found '" + key + "' held");
+        held.push_back(std::move(*l));
+        pace.step();
+    }
+    if (const auto lost = c.stats().leases_lost - lost_before; lost > 0)
+        bench_failure(std::to_string(lost) + " sqlock lease(s) lost while the bench acquired them");
+    // Warm-up. The first round after the last grant renews every lease (each
+    // falls due within the gap to the next round), so from the second on they
+    // share one round.
+    wait_rounds(c, c.stats().watchdog_ticks + 2, clock_type::now());
+    auto counters = [&c](renewal_sample& s) {
+        const auto st = c.stats();
+        s.statements = st.statements;
+        s.renewals = st.renewals;
+        s.rounds = st.watchdog_ticks;
+        s.troubles = st.leases_lost + st.renewal_failures;
+    };
+    std::vector<renewal_window> out;
+    renewal_sample a = take_sample(probe, sample_at::start, counters);
+    for (int rep = 0; rep < plan.reps; ++rep) {
+        const auto interval = std::chrono::duration_cast<clock_type::duration>(renewal_interval);
+        wait_rounds(c, a.rounds + static_cast<std::uint64_t>(plan.rounds), a.at + plan.rounds * interval - interval / 2);
+        renewal_sample b = take_sample(probe, sample_at::end, counters);
+        out.push_back(window_between(a, b, true));
+        a = std::move(b);
+        log_window(what, rep, plan.reps, out.back());
+    }
+    for (auto& l : held) {
+        l.release();
+        pace.step();
+    }
+    return out;
+}
+
+// Redisson's shape: each lease renewed by its own statement (renew.sql) once
+// per interval, the `n` renewals spread evenly over it as independent
+// per-lease timers would fire, all on one connection. Renewals that fall
+// behind their schedule go out at once; the window ends on time regardless.
+std::vector<renewal_window> measure_per_lease(backend& b, const std::vector<std::pair<std::string, std::string>>& rows,
+                                              std::size_t n, const renewal_plan& plan, const server_cpu* probe,
+                                              const std::string& what) {
+    const auto interval = std::chrono::duration_cast<clock_type::duration>(renewal_interval);
+    const std::chrono::duration<double> spacing = std::chrono::duration<double>(renewal_interval) / static_cast<double>(n);
+    std::uint64_t renewed = 0;
+    auto counters = [&](renewal_sample& s) {
+        s.statements = b.raw_statements();
+        s.renewals = renewed;
+    };
+    std::vector<renewal_window> out;
+    for (int rep = 0; rep < plan.reps; ++rep) {
+        const renewal_sample a = take_sample(probe, sample_at::start, counters);
+        const auto end = a.at + plan.rounds * interval;
+        double worst = 0;
+        for (std::uint64_t j = 0;; ++j) {
+            const auto due = a.at + std::chrono::duration_cast<clock_type::duration>(spacing * static_cast<double>(j));
+            if (due >= end) break;
+            const auto now = clock_type::now();
+            if (now >= end) break;
+            if (now < due) std::this_thread::sleep_until(due);
+            else worst = std::max(worst, seconds_of(now - due));
+            const auto& [key, owner] = rows[j % n];
+            if (!b.raw_renew(key, owner, per_lease_ms)) bench_failure("per-lease renewal found '" + key + "' not held");
+            ++renewed;
+        }
+        std::this_thread::sleep_until(end);
+        renewal_window w = window_between(a, take_sample(probe, sample_at::end, counters), false);
+        w.worst_lag = worst;
+        out.push_back(w);
+        log_window(what, rep, plan.reps, w);
+    }
+    return out;
+}
+
+renewal_report run_renewal(backend& b, const std::string& prefix, const renewal_plan& plan, const server_cpu* probe) {
+    renewal_report report;
+    report.backend = b.title();
+    report.cpu_source = probe ? probe->describe() : "";
+    report.in_process = b.title() == "SQLite";
+
+    // The per-lease baseline's rows: granted once, by the library's own grant
+    // statements, and never released (the bench drops the tables at the end).
+    const std::size_t most = *std::max_element(plan.leases.begin(), plan.leases.end());
+    std::vector<std::pair<std::string, std::string>> rows;
+    rows.reserve(most);
+    std::cerr << "sqlock_bench: renewal  " << b.title() << ": granting " << most << " leases for the per-lease baseline\n";
+    b.raw_bulk_begin();
+    for (std::size_t i = 0; i < most; ++i) {
+        rows.emplace_back("renewal/per-lease/" + std::to_string(i), b.new_owner());
+        b.raw_grant(rows.back().first, rows.back().second, per_lease_ms);
+    }
+    b.raw_bulk_end();
+    for (std::size_t i = 0; i < std::min<std::size_t>(most, 100); ++i)  // warm-up: prepares the statement
+        if (!b.raw_renew(rows[i].first, rows[i].second, per_lease_ms)) bench_failure("per-lease warm-up renewal failed");
+
+    if (probe) {
+        // What the server spends with nothing to renew (background workers,
+        // the bench's idle connections), over one window.
+        auto none = [](renewal_sample&) {};
+        const renewal_sample a = take_sample(probe, sample_at::start, none);
+        std::this_thread::sleep_for(plan.rounds * renewal_interval);
+        const renewal_window idle = window_between(a, take_sample(probe, sample_at::end, none), false);
+        report.idle_cpu_ms = idle.server_cpu.value_or(0) * 1e3 / idle.seconds;
+        std::cerr << "sqlock_bench: renewal  " << b.title() << " idle: server CPU "
+                  << format("%.2f", report.idle_cpu_ms) << " ms/s\n";
+    }
+
+    // One client, all defaults (renew_batch_size 500) but the sweeper, which
+    // would add its own statements to the window.
+    sqlock::client_options options;
+    options.table_prefix = prefix;
+    options.sweep = false;
+    auto client = sqlock::client::open(b.url(), options);
+
+    for (std::size_t k = 0; k < plan.leases.size(); ++k) {
+        renewal_row row;
+        row.leases = plan.leases[k];
+        auto batched = [&] {
+            const std::string what = b.title() + " sqlock, " + std::to_string(row.leases) + " leases";
+            std::cerr << "sqlock_bench: renewal  " << what << ": acquiring\n";
+            row.batched = measure_batched(client, row.leases, plan, probe, what, b.single_writer());
+        };
+        auto per_lease = [&] {
+            const std::string what = b.title() + " per-lease, " + std::to_string(row.leases) + " leases";
+            row.per_lease = measure_per_lease(b, rows, row.leases, plan, probe, what);
+        };
+        // Alternate which goes first, so drift on the machine falls on both.
+        if (k % 2 == 0) {
+            batched();
+            per_lease();
+        } else {
+            per_lease();
+            batched();
+        }
+        report.rows.push_back(std::move(row));
+    }
+    return report;
+}
+
+// "median (min–max)" of one quantity over the windows.
+struct spread {
+    double med = 0, lo = 0, hi = 0;
+};
+spread spread_of(const std::vector<renewal_window>& ws, const std::function<double(const renewal_window&)>& f) {
+    std::vector<double> v;
+    for (const auto& w : ws) v.push_back(f(w));
+    if (v.empty()) return {};
+    const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+    return {median(v), *lo, *hi};
+}
+// Three significant digits or more; the thresholds sit where rounding would add one.
+std::string number_text(double v) { return format(v >= 99.95 ? "%.0f" : v >= 9.995 ? "%.1f" : "%.2f", v); }
+std::string spread_text(const spread& s) {
+    return number_text(s.med) + " (" + number_text(s.lo) + "–" + number_text(s.hi) + ")";
+}
+std::string ratio_text(double num, double den) { return den > 0 ? format(num / den >= 10 ? "%.0f" : "%.1f", num / den) : "—"; }
+
+std::string render_renewal(const renewal_plan& plan, const std::string& machine_table, const std::string& when,
+                           const std::string& load_start, const std::string& load_end,
+                           const std::vector<renewal_report>& reports) {
+    std::ostringstream md;
+    std::string counts;
+    for (auto n : plan.leases) counts += (counts.empty() ? "" : ", ") + std::to_string(n);
+    md << "### Renewal: machine and run\n\n"
+       << "| | |\n|---|---|\n"
+       << machine_table
+       << "| Load average (1/5/15 min) | " << load_start << " at start, " << load_end << " at end |\n"
+       << "| Run | " << when << "; " << counts << " held leases; lease " << renewal_lease.count() / 1000
+       << " s, renewed every " << renewal_interval.count() / 1000 << " s; renew_batch_size 500 (the default); "
+       << plan.reps << " windows × " << plan.rounds << " rounds (" << plan.rounds * renewal_interval.count() / 1000
+       << " s) per contender and lease count |\n";
+    for (const auto& r : reports)
+        if (!r.cpu_source.empty())
+            md << "| " << r.backend << " server CPU | " << r.cpu_source << "; " << number_text(r.idle_cpu_ms)
+               << " ms/s while nothing is renewed |\n";
+    md << "\n";
+
+    for (const auto& r : reports) {
+        md << "### Renewal: " << r.backend << "\n\n";
+        for (const auto& f : r.facts) md << "- " << f << "\n";
+        if (!r.facts.empty()) md << "\n";
+        const bool server = !r.cpu_source.empty();
+        const std::string cpu_name = r.in_process ? "process CPU (SQLite included)" : "server CPU";
+        md << "| held leases | sqlock statements/s | per-lease statements/s | ÷ | sqlock " << cpu_name
+           << " ms/s | per-lease " << cpu_name << " ms/s | ÷ | " << cpu_name << " µs per renewal, sqlock / per-lease |"
+           << (r.in_process ? "" : " client CPU ms/s, sqlock / per-lease |")
+           << " leases renewed/s, sqlock / per-lease | per-lease worst lag ms |\n"
+           << "|---:|---:|---:|---:|---:|---:|---:|---:|" << (r.in_process ? "" : "---:|") << "---:|---:|\n";
+        for (const auto& row : r.rows) {
+            auto per_s = [](double renewal_window::*m) {
+                return [m](const renewal_window& w) { return w.*m / w.seconds; };
+            };
+            auto cpu_ms = [&r](const renewal_window& w) {
+                return (r.in_process ? w.client_cpu : w.server_cpu.value_or(0)) * 1e3 / w.seconds;
+            };
+            auto cpu_us_per = [&r](const std::vector<renewal_window>& ws) {
+                return spread_of(ws, [&r](const renewal_window& w) {
+                           const double cpu = r.in_process ? w.client_cpu : w.server_cpu.value_or(0);
+                           return w.renewals > 0 ? cpu * 1e6 / w.renewals : 0.0;
+                       }).med;
+            };
+            auto client_ms = [](const renewal_window& w) { return w.client_cpu * 1e3 / w.seconds; };
+            const spread s_b = spread_of(row.batched, per_s(&renewal_window::statements));
+            const spread s_p = spread_of(row.per_lease, per_s(&renewal_window::statements));
+            const bool have_cpu = server || r.in_process;
+            const spread c_b = spread_of(row.batched, cpu_ms);
+            const spread c_p = spread_of(row.per_lease, cpu_ms);
+            double lag = 0;
+            for (const auto& w : row.per_lease) lag = std::max(lag, w.worst_lag);
+            md << "| " << row.leases << " | " << spread_text(s_b) << " | " << spread_text(s_p) << " | "
+               << ratio_text(s_p.med, s_b.med) << " | " << (have_cpu ? spread_text(c_b) : "—") << " | "
+               << (have_cpu ? spread_text(c_p) : "—") << " | " << (have_cpu ? ratio_text(c_p.med, c_b.med) : "—")
+               << " | "
+               << (have_cpu ? number_text(cpu_us_per(row.batched)) + " / " + number_text(cpu_us_per(row.per_lease))
+                            : "—")
+               << " | ";
+            if (!r.in_process)
+                md << number_text(spread_of(row.batched, client_ms).med) << " / "
+                   << number_text(spread_of(row.per_lease, client_ms).med) << " | ";
+            md << number_text(spread_of(row.batched, per_s(&renewal_window::renewals)).med) << " / "
+               << number_text(spread_of(row.per_lease, per_s(&renewal_window::renewals)).med) << " | "
+               << format("%.0f", lag * 1e3) << " |\n";
+        }
+        md << "\n";
+        // Anything that would make a row misleading is said under its table.
+        for (const auto& row : r.rows) {
+            double troubles = 0, rounds = 0, statements = 0;
+            for (const auto& w : row.batched) {
+                troubles += w.troubles;
+                rounds += w.rounds;
+                statements += w.statements;
+            }
+            const double expected = std::ceil(static_cast<double>(row.leases) / 500.0);
+            if (troubles > 0)
+                md << "- " << row.leases << " leases: sqlock lost or failed to renew " << format("%.0f", troubles)
+                   << " lease(s) during the windows.\n";
+            if (rounds > 0 && std::abs(statements / rounds - expected) > 0.01)
+                md << "- " << row.leases << " leases: sqlock sent " << format("%.2f", statements / rounds)
+                   << " statements per round, not " << format("%.0f", expected) << ".\n";
+        }
+    }
+    md << "Each cell is the median of the windows, with their min–max where given. sqlock's statements and "
+          "renewals are the client's own `stats()` counters. A sqlock window starts "
+          "just after a watchdog round has finished and ends when the watchdog has finished "
+       << plan.rounds
+       << " more, so it holds whole rounds. The per-lease baseline sends `renew.sql` through the driver on "
+          "one connection, each lease once per second at its own evenly spread moment. \"Worst lag\" is how "
+          "far behind that schedule its latest renewal went out; a baseline that renews fewer than N leases "
+          "a second falls further behind the longer it runs. ÷ divides per-lease by sqlock (medians). Server "
+          "CPU is the database server's CPU time over the window, every process and thread of it, background "
+          "work included. Client CPU is the bench process's: for sqlock every thread but the main one, which "
+          "only waits while the watchdog works; for per-lease the whole process.\n";
+    return md.str();
+}
+
 [[noreturn]] void usage(int code) {
     (code ? std::cerr : std::cout)
         << "usage: sqlock_bench [--postgres URL] [--mysql URL] [--sqlite PATH]\n"
-           "                    [--seconds N] [--reps R] [--markdown FILE] [--sql-dir DIR]\n"
-           "Uncontended acquire+release cycles per second for each mode and backend given,\n"
-           "beside the same SQL sent straight through the driver and the native lock.\n"
-           "  --seconds N   length of one measurement (default 3)\n"
-           "  --reps R      measurements per contender, interleaved (default 3)\n"
-           "  --markdown F  also write the report to F\n"
-           "  --sql-dir D   the library's sql/ directory (default " SQLOCK_BENCH_SQL_DIR ")\n";
+           "                    [--workload cycles,renewal] [--seconds N] [--reps R]\n"
+           "                    [--renewal-leases N,N,...] [--renewal-rounds K]\n"
+           "                    [--postgres-pid PID] [--mysql-pid PID]\n"
+           "                    [--markdown FILE] [--renewal-markdown FILE] [--sql-dir DIR]\n"
+           "cycles: uncontended acquire+release cycles per second for each mode and backend\n"
+           "given, beside the same SQL sent straight through the driver and the native lock.\n"
+           "renewal: the watchdog renewing N held leases in batches, beside one renew\n"
+           "statement per lease per interval; statements/s and the database's CPU.\n"
+           "  --workload W        cycles, renewal or both, comma-separated (default both)\n"
+           "  --seconds N         length of one cycles measurement (default 3)\n"
+           "  --reps R            measurements per contender (default 3)\n"
+           "  --renewal-leases L  held lease counts (default 100,1000,10000)\n"
+           "  --renewal-rounds K  renewal rounds (seconds) per renewal measurement (default 2)\n"
+           "  --postgres-pid P    the postmaster's pid: measure the server's CPU (its children too)\n"
+           "  --mysql-pid P       mariadbd's pid: measure the server's CPU\n"
+           "  --markdown F        also write the cycles report to F\n"
+           "  --renewal-markdown F  also write the renewal report to F\n"
+           "  --sql-dir D         the library's sql/ directory (default " SQLOCK_BENCH_SQL_DIR ")\n";
     std::exit(code);
 }
 
@@ -892,6 +1511,31 @@ options parse_args(int argc, char** argv) {
             else if (arg == "--mysql") o.mysql = value;
             else if (arg == "--sqlite") o.sqlite = value;
             else if (arg == "--markdown") o.markdown = value;
+            else if (arg == "--renewal-markdown") o.renewal_markdown = value;
+            else if (arg == "--workload") {
+                o.cycles = o.renewal = false;
+                std::istringstream list(value);
+                for (std::string w; std::getline(list, w, ',');) {
+                    if (w == "cycles") o.cycles = true;
+                    else if (w == "renewal") o.renewal = true;
+                    else {
+                        std::cerr << "sqlock_bench: unknown workload '" << w << "' (cycles, renewal)\n";
+                        usage(2);
+                    }
+                }
+            } else if (arg == "--renewal-leases") {
+                o.renewal_leases.clear();
+                std::istringstream list(value);
+                for (std::string n; std::getline(list, n, ',');) {
+                    const long long v = std::stoll(n);
+                    if (v < 1) throw std::invalid_argument(n);
+                    o.renewal_leases.push_back(static_cast<std::size_t>(v));
+                }
+                if (o.renewal_leases.empty()) throw std::invalid_argument(value);
+            }
+            else if (arg == "--renewal-rounds") o.renewal_rounds = std::stoi(value);
+            else if (arg == "--postgres-pid") o.postgres_pid = std::stoi(value);
+            else if (arg == "--mysql-pid") o.mysql_pid = std::stoi(value);
             else if (arg == "--sql-dir") o.sql_dir = value;
             else if (arg == "--seconds") o.seconds = std::stod(value);
             else if (arg == "--reps") o.reps = std::stoi(value);
@@ -904,8 +1548,12 @@ options parse_args(int argc, char** argv) {
             usage(2);
         }
     }
-    if (o.seconds <= 0 || o.reps < 1) {
-        std::cerr << "sqlock_bench: --seconds must be positive and --reps at least 1\n";
+    if (o.seconds <= 0 || o.reps < 1 || o.renewal_rounds < 1) {
+        std::cerr << "sqlock_bench: --seconds must be positive, --reps and --renewal-rounds at least 1\n";
+        usage(2);
+    }
+    if (!o.cycles && !o.renewal) {
+        std::cerr << "sqlock_bench: --workload names no workload\n";
         usage(2);
     }
     if (o.postgres.empty() && o.mysql.empty() && o.sqlite.empty()) {
@@ -943,7 +1591,7 @@ std::unique_ptr<backend> open_backend(const std::string& dialect, const std::str
     if (dialect == "sqlite") b = std::make_unique<sqlite_backend>(where, sql);
 #endif
     if (!b) throw std::runtime_error("the " + dialect + " backend was left out of this build");
-    b->adopt_client(std::move(client));
+    b->adopt_client(std::move(client), url);
     return b;
 }
 
@@ -978,6 +1626,59 @@ std::vector<contender> contenders_of(backend& b) {
     return out;
 }
 
+void write_report(const std::string& report, const std::string& file) {
+    std::cout << report << std::flush;
+    if (file.empty()) return;
+    std::ofstream out(file);
+    out << report;
+    if (!out.flush()) throw std::runtime_error("cannot write " + file);
+}
+
+void run_cycles(const options& opt, const machine& m, std::vector<std::unique_ptr<backend>>& backends) {
+    std::vector<std::vector<std::string>> facts;
+    std::vector<contender> all;
+    for (auto& b : backends) {
+        facts.push_back(b->facts());
+        for (auto& c : contenders_of(*b)) all.push_back(std::move(c));
+    }
+
+    for (auto& c : all) {
+        std::cerr << "sqlock_bench: warm-up  " << c.backend << " " << c.label << "\n";
+        warm_up(c);
+    }
+    for (int rep = 0; rep < opt.reps; ++rep) {
+        // Alternate the direction so no contender always follows the same one.
+        for (std::size_t k = 0; k < all.size(); ++k) {
+            auto& c = all[rep % 2 == 0 ? k : all.size() - 1 - k];
+            measure(c, opt.seconds);
+            std::cerr << "sqlock_bench: rep " << rep + 1 << "/" << opt.reps << "  " << c.backend << " " << c.label
+                      << ": " << rate_text(c.rates.back()) << " cycles/s\n";
+        }
+    }
+
+    write_report(render(m, opt, load_average(), backends, facts, all), opt.markdown);
+}
+
+void run_renewals(const options& opt, const machine& m, std::vector<std::unique_ptr<backend>>& backends,
+                  const std::string& prefix) {
+    const renewal_plan plan{opt.renewal_leases, opt.reps, opt.renewal_rounds};
+    const std::string when = utc_now(), load_start = load_average();
+    std::vector<renewal_report> reports;
+    for (auto& b : backends) {
+        // The cycles client's watchdog and sweeper would add to the windows.
+        b->close_client();
+        std::optional<server_cpu> probe;
+        if (b->title() == "PostgreSQL" && opt.postgres_pid > 0) probe.emplace(opt.postgres_pid, true);
+        if (b->title() == "MariaDB" && opt.mysql_pid > 0) probe.emplace(opt.mysql_pid, false);
+        std::vector<std::string> facts = opt.cycles ? std::vector<std::string>{} : b->facts();
+        reports.push_back(run_renewal(*b, prefix, plan, probe ? &*probe : nullptr));
+        reports.back().facts = std::move(facts);
+    }
+    // Without the cycles report above it, this one names the machine itself.
+    const std::string machine_table = opt.cycles ? "| Machine and build | as in the cycles run above |\n" : machine_rows(m);
+    write_report(render_renewal(plan, machine_table, when, load_start, load_average(), reports), opt.renewal_markdown);
+}
+
 int run(const options& opt) {
     const machine m = machine::gather();
     const std::string prefix = random_prefix();
@@ -1003,35 +1704,8 @@ int run(const options& opt) {
     if (!opt.mysql.empty()) backends.push_back(open_backend("mysql", opt.mysql, opt, prefix));
     if (!opt.sqlite.empty()) backends.push_back(open_backend("sqlite", opt.sqlite, opt, prefix));
 
-    std::vector<std::vector<std::string>> facts;
-    std::vector<contender> all;
-    for (auto& b : backends) {
-        facts.push_back(b->facts());
-        for (auto& c : contenders_of(*b)) all.push_back(std::move(c));
-    }
-
-    for (auto& c : all) {
-        std::cerr << "sqlock_bench: warm-up  " << c.backend << " " << c.label << "\n";
-        warm_up(c);
-    }
-    for (int rep = 0; rep < opt.reps; ++rep) {
-        // Alternate the direction so no contender always follows the same one.
-        for (std::size_t k = 0; k < all.size(); ++k) {
-            auto& c = all[rep % 2 == 0 ? k : all.size() - 1 - k];
-            measure(c, opt.seconds);
-            std::cerr << "sqlock_bench: rep " << rep + 1 << "/" << opt.reps << "  " << c.backend << " " << c.label
-                      << ": " << rate_text(c.rates.back()) << " cycles/s\n";
-        }
-    }
-
-    const std::string report = render(m, opt, load_average(), backends, facts, all);
-    std::cout << report << std::flush;
-    if (!opt.markdown.empty()) {
-        std::ofstream out(opt.markdown);
-        out << report;
-        if (!out.flush()) throw std::runtime_error("cannot write " + opt.markdown);
-    }
-
+    if (opt.cycles) run_cycles(opt, m, backends);
+    if (opt.renewal) run_renewals(opt, m, backends, prefix);
     return 0;
 }
 
