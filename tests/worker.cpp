@@ -12,18 +12,36 @@
 //       run migrate(), print "version V".
 //   clock URL PREFIX KEY LEASE_MS
 //       the clock-skew scenario (run under faketime by the test): see below.
+//   frozen URL PREFIX KEY MODE LEASE_MS
+//       acquire KEY with auto-renewal, print "token T", wait for SIGCONT (the
+//       parent SIGSTOPs and later continues it), then at once print
+//       "check threw" / "check ok" and "renew 1" / "renew 0".
+//   grant-loop URL PREFIX KEY LEASE_MS
+//       print "looping", then take and release KEY (fixed lease) in a tight
+//       loop until killed, for the parent to freeze it at a random point.
+//   churn URL PREFIX KEY ITERATIONS FILE
+//       `counter` in unique_insert mode with a 400 ms auto-renewed lease and
+//       the sweeper running every 20 ms; before each turn it also takes three
+//       junk keys with a 50 ms fixed lease and abandons them. Then waits
+//       100 ms, prints "done N" and "swept S" (its rows_swept), and exits
+//       without releasing the junk, as a crashed process would.
 
 #include <sqlock/sqlock.hpp>
 
+#include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 using namespace std::chrono_literals;
 
@@ -111,6 +129,108 @@ int clock_scenario(char** argv) {
     return 0;
 }
 
+std::atomic<bool> continued{false};
+static_assert(std::atomic<bool>::is_always_lock_free, "set from a signal handler");
+
+extern "C" void on_sigcont(int) { continued.store(true); }
+
+int frozen(char** argv) {
+    struct sigaction sa {};
+    sa.sa_handler = on_sigcont;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGCONT, &sa, nullptr);
+    // No sweeper: after the grant, the only statements this process sends
+    // are renewals, the first a third of a lease later.
+    sqlock::client_options o;
+    o.table_prefix = argv[3];
+    o.sweep = false;
+    auto db = sqlock::client::open(argv[2], o);
+    auto lease = db.acquire(argv[4], 30s,
+                            {.mode = parse_mode(argv[5]),
+                             .lease = std::chrono::milliseconds(std::stoll(argv[6])),
+                             .auto_renew = true});
+    say("token " + std::to_string(lease.token()));
+    // SIGSTOP freezes every thread, the watchdog too; SIGCONT runs the handler.
+    while (!continued.load()) std::this_thread::sleep_for(1ms);
+    // First thing after waking: a holder must learn that it was frozen past
+    // its lease before it touches the protected resource again.
+    bool threw = false;
+    try {
+        lease.check();
+    } catch (const sqlock::lease_lost_error&) {
+        threw = true;
+    }
+    say(threw ? "check threw" : "check ok");
+    say(std::string("renew ") + (lease.renew() ? "1" : "0"));
+    return 0;
+}
+
+int grant_loop(char** argv) {
+    sqlock::client_options o;
+    o.table_prefix = argv[3];
+    o.sweep = false;  // grants and releases only
+    auto db = sqlock::client::open(argv[2], o);
+    const std::string key = argv[4];
+    const auto lease_len = std::chrono::milliseconds(std::stoll(argv[5]));
+    say("looping");
+    for (;;) {
+        auto l = db.try_acquire(key, {.lease = lease_len, .auto_renew = false});
+        if (l) l->release();
+    }
+}
+
+int churn(char** argv) {
+    const std::string key = argv[4];
+    const int iterations = std::stoi(argv[5]);
+    const std::string file = argv[6];
+    // Every abandoned junk lease is logged as lost when it runs out: keep
+    // that out of the test's output.
+    if (!std::freopen((file + "." + std::to_string(getpid()) + ".log").c_str(), "w", stderr))
+        throw std::runtime_error("cannot redirect stderr");
+    sqlock::client_options o;
+    o.table_prefix = argv[3];
+    o.sweep = true;
+    o.sweep_interval = 20ms;
+    auto db = sqlock::client::open(argv[2], o);
+    // Never released: their rows stay behind for the sweepers.
+    std::vector<sqlock::lease> abandoned;
+    std::mt19937 rng(static_cast<unsigned>(getpid()));
+    int junk = 0;
+    for (int i = 0; i < iterations; ++i) {
+        for (int j = 0; j < 3; ++j) {
+            const std::string junk_key = "junk/" + std::to_string(getpid()) + "/" + std::to_string(junk++);
+            auto l = db.try_acquire(junk_key,
+                                    {.mode = sqlock::mode::unique_insert, .lease = 50ms, .auto_renew = false});
+            if (!l) throw std::runtime_error("fresh junk key " + junk_key + " was busy");
+            abandoned.push_back(std::move(*l));
+        }
+        auto lease = db.acquire(key, 60s, {.mode = sqlock::mode::unique_insert, .lease = 400ms});
+        long value = 0;
+        {
+            std::ifstream in(file);
+            in >> value;
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(rng() % 300));
+        {
+            std::ofstream out(file, std::ios::trunc);
+            out << value + 1 << "\n";
+        }
+        {
+            std::ofstream log(file + ".tokens", std::ios::app);
+            log << lease.token() << " " << lease.owner() << "\n";
+        }
+        lease.release();
+    }
+    // Linger for a junk lease and two sweep intervals, so that how much junk
+    // is left behind does not depend on how fast the loop ran.
+    std::this_thread::sleep_for(100ms);
+    say("done " + std::to_string(iterations));
+    say("swept " + std::to_string(db.stats().rows_swept));
+    std::fflush(nullptr);
+    // Leave like a crashed process: no destructor releases the junk.
+    std::_Exit(0);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -120,6 +240,9 @@ int main(int argc, char** argv) {
         if (cmd == "hold" && argc == 7) return hold(argv);
         if (cmd == "migrate" && argc == 4) return migrate(argv);
         if (cmd == "clock" && argc == 6) return clock_scenario(argv);
+        if (cmd == "frozen" && argc == 7) return frozen(argv);
+        if (cmd == "churn" && argc == 7) return churn(argv);
+        if (cmd == "grant-loop" && argc == 6) return grant_loop(argv);
         std::cerr << "usage: see tests/worker.cpp\n";
         return 64;
     } catch (const std::exception& e) {
