@@ -25,6 +25,9 @@
 //       junk keys with a 50 ms fixed lease and abandons them. Then waits
 //       100 ms, prints "done N" and "swept S" (its rows_swept), and exits
 //       without releasing the junk, as a crashed process would.
+//   fair URL PREFIX KEY PRIORITY LEASE_MS ID FILE
+//       acquire KEY fairly (waiting up to 60 s), append ID to FILE while
+//       holding it, release, print "granted ID".
 
 #include <sqlock/sqlock.hpp>
 
@@ -231,6 +234,23 @@ int churn(char** argv) {
     std::_Exit(0);
 }
 
+int fair(char** argv) {
+    auto db = open(argv[2], argv[3]);
+    const std::string id = argv[7];
+    auto lease = db.acquire(argv[4], 60s,
+                            {.lease = std::chrono::milliseconds(std::stoll(argv[6])),
+                             .fair = true,
+                             .priority = std::stoi(argv[5])});
+    {
+        std::ofstream log(argv[8], std::ios::app);
+        log << id << "\n";
+    }
+    std::this_thread::sleep_for(20ms);
+    lease.release();
+    say("granted " + id);
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -243,6 +263,7 @@ int main(int argc, char** argv) {
         if (cmd == "frozen" && argc == 7) return frozen(argv);
         if (cmd == "churn" && argc == 7) return churn(argv);
         if (cmd == "grant-loop" && argc == 6) return grant_loop(argv);
+        if (cmd == "fair" && argc == 9) return fair(argv);
         std::cerr << "usage: see tests/worker.cpp\n";
         return 64;
     } catch (const std::exception& e) {

@@ -26,6 +26,12 @@ public:
     using error::error;
 };
 
+// acquire() was cancelled through lock_options::cancel before it got the key.
+class cancelled_error : public error {
+public:
+    using error::error;
+};
+
 // The database could not be reached, or the connection died mid-operation.
 class connection_error : public error {
 public:

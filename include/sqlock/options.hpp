@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <stop_token>
 #include <string>
 
 namespace spdlog {
@@ -64,6 +65,14 @@ struct lock_options {
     std::function<void(const std::string& key, std::int64_t token)> on_lost;
     // Called on the watchdog thread after each successful automatic renewal.
     std::function<void(const std::string& key, std::int64_t token)> on_renewed;
+    // Fair mode: a blocking acquire() queues as a waiter and the key goes to
+    // the live waiter with the highest priority, then the earliest arrival.
+    // Acquisitions that are not fair never pass a live fair waiter.
+    bool fair = false;
+    // Higher first; equal priorities are served in arrival order.
+    int priority = 0;
+    // acquire() stops waiting (throwing cancelled_error) once stop is requested.
+    std::stop_token cancel;
 };
 
 // Options for a client. Defaults suit most applications.

@@ -1,12 +1,20 @@
 -- Lease-mode acquire in one statement: $1 key, $2 owner, $3 mode, $4 lease ms,
--- $5 holder, $6 note. The upsert admits only a free, expired or own row and
--- keeps the row locked until commit, so the fence bump that follows in the
--- same statement happens after exclusion is established; no token is drawn
--- (or burnt) by an attempt that loses. remaining_ms reads the holder's lease
--- from the statement's snapshot, for the caller's backoff.
+-- $5 holder, $6 note, $7 the requester's waiter ticket (max bigint: none),
+-- $8 its priority (min bigint: not fair, so every live fair waiter is ahead).
+--
+-- The key is granted only when no live fair waiter is ahead of the requester
+-- (higher priority, then lower ticket) and the lock row is free, expired or
+-- its own. The upsert keeps the lock row locked until commit, so the fence
+-- bump that follows in the same statement happens after exclusion is
+-- established; no token is drawn (or burnt) by an attempt that loses. A
+-- granted waiter leaves the queue in the same statement. remaining_ms reads
+-- the holder's lease from the statement's snapshot, for the caller's backoff.
 WITH granted AS (
     INSERT INTO sqlock_locks AS l (lock_key, owner, mode, expires_at, acquired_at, holder, note)
-    VALUES ($1, $2, $3, clock_timestamp() + $4::bigint * interval '1 millisecond', clock_timestamp(), $5, $6)
+    SELECT $1, $2, $3, clock_timestamp() + $4::bigint * interval '1 millisecond', clock_timestamp(), $5, $6
+     WHERE NOT EXISTS (SELECT 1 FROM sqlock_waiters w
+                        WHERE w.lock_key = $1 AND w.fair AND w.expires_at > clock_timestamp()
+                          AND (w.priority > $8::bigint OR (w.priority = $8::bigint AND w.ticket < $7::bigint)))
     ON CONFLICT (lock_key) DO UPDATE
        SET owner = EXCLUDED.owner, mode = EXCLUDED.mode, expires_at = EXCLUDED.expires_at,
            acquired_at = EXCLUDED.acquired_at, holder = EXCLUDED.holder, note = EXCLUDED.note
@@ -17,6 +25,8 @@ WITH granted AS (
     SELECT lock_key, 1 FROM granted
     ON CONFLICT (lock_key) DO UPDATE SET token = f.token + 1
     RETURNING f.token
+), dequeued AS (
+    DELETE FROM sqlock_waiters WHERE ticket = $7::bigint AND EXISTS (SELECT 1 FROM granted)
 )
 SELECT (SELECT token FROM fenced) AS token,
        (SELECT greatest(0, ceil(extract(epoch FROM (expires_at - clock_timestamp())) * 1000))::bigint

@@ -1,2 +1,12 @@
--- unique_insert release: $1 key, $2 owner.
-DELETE FROM sqlock_locks WHERE lock_key = $1 AND owner = $2
+-- unique_insert release: $1 key, $2 owner. Also wakes the next waiter: a
+-- NOTIFY (delivered at commit) on the channel of the client whose waiter
+-- heads the queue — fair waiters first, by priority then ticket — so one
+-- client wakes, not every waiting one.
+WITH released AS (
+    DELETE FROM sqlock_locks WHERE lock_key = $1 AND owner = $2 RETURNING lock_key
+)
+SELECT (SELECT count(*) FROM released) AS released,
+       (SELECT pg_notify(w.listener, w.ticket::text) FROM sqlock_waiters w
+         WHERE w.lock_key = $1 AND w.listener IS NOT NULL AND w.expires_at > clock_timestamp()
+           AND EXISTS (SELECT 1 FROM released)
+         ORDER BY w.fair DESC, w.priority DESC, w.ticket LIMIT 1) IS NOT NULL AS woke

@@ -1,12 +1,16 @@
 -- Lease-mode acquire in one statement: ?1 key, ?2 owner, ?3 mode, ?4 lease ms,
--- ?5 holder, ?6 note. A write statement takes SQLite's write lock before it
--- reads, so the counter read and the grant are one serial step; the
--- triggers copy the new token into sqlock_fences.
+-- ?5 holder, ?6 note, ?7 the requester's waiter ticket (max: none), ?8 its
+-- priority (min: not fair, so every live fair waiter is ahead). Granted only
+-- when no live fair waiter is ahead (higher priority, then lower ticket) and
+-- the lock row is free, expired or its own. A write statement takes SQLite's
+-- write lock before it reads, so the counter read and the grant are one
+-- serial step; the triggers copy the new token into sqlock_fences.
 INSERT INTO sqlock_locks (lock_key, owner, mode, token, expires_ms, acquired_ms, holder, note)
-VALUES (?1, ?2, ?3,
-        coalesce((SELECT token FROM sqlock_fences WHERE lock_key = ?1), 0) + 1,
-        sqlock_now_ms() + ?4,
-        sqlock_now_ms(), ?5, ?6)
+SELECT ?1, ?2, ?3, coalesce((SELECT token FROM sqlock_fences WHERE lock_key = ?1), 0) + 1,
+       sqlock_now_ms() + ?4, sqlock_now_ms(), ?5, ?6
+ WHERE NOT EXISTS (SELECT 1 FROM sqlock_waiters w
+                    WHERE w.lock_key = ?1 AND w.fair AND w.expires_ms > sqlock_now_ms()
+                      AND (w.priority > ?8 OR (w.priority = ?8 AND w.ticket < ?7)))
 ON CONFLICT (lock_key) DO UPDATE
    SET owner = excluded.owner, mode = excluded.mode, token = excluded.token,
        expires_ms = excluded.expires_ms, acquired_ms = excluded.acquired_ms,

@@ -56,6 +56,11 @@ client_impl::client_impl(const url_parts& url, client_options options)
 }
 
 client_impl::~client_impl() {
+    listener_stop_ = true;
+    if (listener_.joinable()) {
+        if (listener_.get_id() == std::this_thread::get_id()) listener_.detach();
+        else listener_.join();
+    }
     if (watchdog_) stop_watchdog_thread(*watchdog_);
 }
 
@@ -135,7 +140,7 @@ std::shared_ptr<grant> client_impl::find_reentrant(std::string_view key) {
 }
 
 client_impl::attempt client_impl::try_grant(std::string_view key, const lock_options& options,
-                                            bool want_remaining) {
+                                            bool want_remaining, std::int64_t ticket) {
     validate_key(key);
     validate_lock_options(options);
     if (options.mode == mode::select_for_update && !dialect_->supports_row_locks())
@@ -169,22 +174,25 @@ client_impl::attempt client_impl::try_grant(std::string_view key, const lock_opt
     g->on_renewed = options.on_renewed;
     attempt out;
     const std::int64_t sent = steady_now_ns();
+    // Not fair: every live fair waiter is ahead. Fair without a ticket yet:
+    // waiters of the same or higher priority are ahead.
+    const std::int64_t priority = options.fair ? options.priority : not_fair;
 
     if (options.mode == mode::select_for_update) {
         bool reused = false;
         auto pinned = take_session(false, &reused);
         row_lock state;
         try {
-            state = pinned->lock_row(key, g->lease_ms, want_remaining ? &out.remaining_ms : nullptr);
+            state = pinned->lock_row(key, g->lease_ms, ticket, priority, want_remaining ? &out.remaining_ms : nullptr);
         } catch (const connection_error&) {
             if (!reused) throw;
             drop_idle();
             pinned = take_session(true, &reused);
-            state = pinned->lock_row(key, g->lease_ms, want_remaining ? &out.remaining_ms : nullptr);
+            state = pinned->lock_row(key, g->lease_ms, ticket, priority, want_remaining ? &out.remaining_ms : nullptr);
         }
         if (state == row_lock::missing) {
             with_session([&](session& s) { s.ensure_row(key); });
-            state = pinned->lock_row(key, g->lease_ms, want_remaining ? &out.remaining_ms : nullptr);
+            state = pinned->lock_row(key, g->lease_ms, ticket, priority, want_remaining ? &out.remaining_ms : nullptr);
         }
         if (state != row_lock::locked) {
             put_back(std::move(pinned));
@@ -192,7 +200,11 @@ client_impl::attempt client_impl::try_grant(std::string_view key, const lock_opt
             return out;
         }
         try {
-            g->token = with_session([&](session& s) { return s.bump_token(key); });
+            g->token = with_session([&](session& s) {
+                const std::int64_t token = s.bump_token(key);
+                if (ticket != no_ticket) s.dequeue(ticket);  // a granted waiter leaves the queue
+                return token;
+            });
         } catch (...) {
             try {
                 pinned->end_row_lock();
@@ -203,7 +215,8 @@ client_impl::attempt client_impl::try_grant(std::string_view key, const lock_opt
         g->pinned = std::move(pinned);
     } else {
         const std::string holder = holder_description();
-        const grant_request request{key, g->owner, options.mode, g->lease_ms, holder, options.note, want_remaining};
+        const grant_request request{key,           g->owner,       options.mode, g->lease_ms, holder,
+                                    options.note, want_remaining, ticket,       priority};
         grant_result r = with_session([&](session& s) { return s.grant(request); });
         if (!r.token) {
             ++contention_misses;
@@ -235,40 +248,136 @@ lease client_impl::acquire(std::string_view key, std::chrono::milliseconds timeo
     const bool forever = timeout >= wait_forever;
     const auto deadline = forever ? std::chrono::steady_clock::time_point::max()
                                   : std::chrono::steady_clock::now() + timeout;
+    // Fair waiters queue. On PostgreSQL every waiter does, because a release
+    // wakes the head of the queue through LISTEN/NOTIFY.
+    const bool queues = options.fair || dialect_->supports_notify();
+    // Without notifications a queued waiter polls; its backoff stays short so
+    // that handoffs to it stay prompt.
+    const std::int64_t max_backoff_ms = queues && !dialect_->supports_notify() ? 250 : 1000;
+    std::stop_callback on_cancel(options.cancel, [this] { notify_release(); });
     thread_local std::minstd_rand jitter(std::random_device{}());
+    std::shared_ptr<waiter> queued;
     std::int64_t backoff_ms = 4;
-    constexpr std::int64_t max_backoff_ms = 1000;
-    for (;;) {
-        std::uint64_t epoch;
-        {
-            std::lock_guard lock(wake_mu_);
-            epoch = release_epoch_;
+    try {
+        for (;;) {
+            std::uint64_t epoch;
+            {
+                std::lock_guard lock(wake().mu);
+                epoch = wake().epoch;
+            }
+            auto tried = try_grant(key, options, true, queued ? queued->ticket : no_ticket);
+            if (tried.granted) {
+                queued.reset();  // the grant removed its row
+                return std::move(*tried.granted);
+            }
+            auto now = std::chrono::steady_clock::now();
+            if (now >= deadline)
+                throw timeout_error("timed out after " + std::to_string(timeout.count()) + " ms waiting for lock '" +
+                                    std::string(key) + "'");
+            if (options.cancel.stop_requested())
+                throw cancelled_error("acquire of '" + std::string(key) + "' was cancelled");
+            if (queues && (!queued || queued->gone.load())) {
+                // Take a ticket (again, if our row expired: others may have
+                // passed it) and try at once: the key may have been freed
+                // while we queued.
+                leave_queue(queued);
+                queued = enqueue(key, options);
+                continue;
+            }
+            // Exponential backoff with jitter, but never sleep past the moment
+            // the holder's lease runs out: that is when the key can next be free.
+            std::int64_t sleep_ms =
+                std::uniform_int_distribution<std::int64_t>(backoff_ms / 2, backoff_ms)(jitter);
+            if (tried.remaining_ms) sleep_ms = std::min(sleep_ms, *tried.remaining_ms + 1);
+            sleep_ms = std::max<std::int64_t>(sleep_ms, 1);
+            backoff_ms = std::min(backoff_ms * 2, max_backoff_ms);
+            auto wake_at = now + std::chrono::milliseconds(sleep_ms);
+            if (wake_at > deadline) wake_at = deadline;
+            std::unique_lock lock(wake().mu);
+            wake().cv.wait_until(lock, wake_at, [&] {
+                return wake().epoch != epoch || options.cancel.stop_requested() || (queued && queued->gone.load());
+            });
         }
-        auto tried = try_grant(key, options, true);
-        if (tried.granted) return std::move(*tried.granted);
-        auto now = std::chrono::steady_clock::now();
-        if (now >= deadline)
-            throw timeout_error("timed out after " + std::to_string(timeout.count()) + " ms waiting for lock '" +
-                                std::string(key) + "'");
-        // Exponential backoff with jitter, but never sleep past the moment the
-        // holder's lease runs out: that is when the key can next be free.
-        std::int64_t sleep_ms = std::uniform_int_distribution<std::int64_t>(backoff_ms / 2, backoff_ms)(jitter);
-        if (tried.remaining_ms) sleep_ms = std::min(sleep_ms, *tried.remaining_ms + 1);
-        sleep_ms = std::max<std::int64_t>(sleep_ms, 1);
-        backoff_ms = std::min(backoff_ms * 2, max_backoff_ms);
-        auto wake_at = now + std::chrono::milliseconds(sleep_ms);
-        if (wake_at > deadline) wake_at = deadline;
-        std::unique_lock lock(wake_mu_);
-        wake_cv_.wait_until(lock, wake_at, [&] { return release_epoch_ != epoch; });
+    } catch (...) {
+        leave_queue(queued);
+        throw;
     }
+}
+
+std::shared_ptr<waiter> client_impl::enqueue(std::string_view key, const lock_options& options) {
+    if (dialect_->supports_notify()) std::call_once(listener_once_, [this] { start_listener(); });
+    auto w = std::make_shared<waiter>();
+    w->lease_ms = options.lease.count();
+    w->interval_ns = std::max<std::int64_t>(w->lease_ms / 3, 1) * 1'000'000;
+    const std::string owner = new_owner_id();
+    const std::string holder = holder_description();
+    const waiter_request request{key, owner, options.fair, options.fair ? options.priority : 0, w->lease_ms, channel_,
+                                 holder};
+    const std::int64_t sent = steady_now_ns();
+    w->ticket = with_session([&](session& s) { return s.enqueue(request); });
+    w->next_beat_ns = sent + w->interval_ns;
+    ++waits;
+    bool wake = false;
+    {
+        std::lock_guard lock(watchdog_->mu);
+        watchdog_->waiters.push_back(w);
+        if (w->next_beat_ns.load() < watchdog_->wake_ns) {
+            watchdog_->dirty = true;
+            wake = true;
+        }
+    }
+    if (wake) watchdog_->cv.notify_one();
+    return w;
+}
+
+void client_impl::leave_queue(std::shared_ptr<waiter>& w) noexcept {
+    if (!w) return;
+    const std::int64_t ticket = w->ticket;
+    w.reset();  // the watchdog holds it weakly: it stops heartbeating now
+    try {
+        with_session([&](session& s) { s.dequeue(ticket); });
+    } catch (const std::exception& e) {
+        // The row expires unheartbeated and the sweeper removes it.
+        log_->warn("leaving the wait queue failed (the ticket will expire): {}", e.what());
+    }
+}
+
+void client_impl::start_listener() {
+    channel_ = sql_.prefix() + "w_" + new_owner_id().substr(0, 16);
+    listener_ = std::thread([this] { listener_main(); });
+}
+
+void client_impl::listener_main() {
+    std::unique_ptr<notifier> n;
+    while (!listener_stop_.load()) {
+        try {
+            if (!n) {
+                n = dialect_->listen(channel_);
+                notify_release();  // wake-ups may have been missed while it was down
+            }
+            if (n->wait(std::chrono::milliseconds(250))) {
+                ++wakeups;
+                notify_release();
+            }
+        } catch (const std::exception& e) {
+            n.reset();
+            log_->warn("wake-up listener lost its connection, reconnecting: {}", e.what());
+            for (int i = 0; i < 5 && !listener_stop_.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
+    }
+}
+
+client_impl::wake_state& client_impl::wake() {
+    static wake_state state;  // never destroyed before the last client
+    return state;
 }
 
 void client_impl::notify_release() {
     {
-        std::lock_guard lock(wake_mu_);
-        ++release_epoch_;
+        std::lock_guard lock(wake().mu);
+        ++wake().epoch;
     }
-    wake_cv_.notify_all();
+    wake().cv.notify_all();
 }
 
 void client_impl::mark_lost(grant& g) {
@@ -294,7 +403,8 @@ static bool released(grant& g) {
     return g.released;
 }
 
-std::int64_t client_impl::background_round(std::vector<std::shared_ptr<grant>>& leases) {
+std::int64_t client_impl::background_round(std::vector<std::shared_ptr<grant>>& leases,
+                                          std::vector<std::shared_ptr<waiter>>& waiters) {
     const std::int64_t now = steady_now_ns();
     std::int64_t next = now + 1'000'000'000;  // look around at least once a second
     std::vector<std::shared_ptr<grant>> batch, pings;
@@ -329,6 +439,24 @@ std::int64_t client_impl::background_round(std::vector<std::shared_ptr<grant>>& 
         for (auto& g : *group)
             if (!g->lost.load()) next = std::min({next, g->next_renew_ns.load(), g->deadline_ns.load()});
     if (!batch.empty() || !pings.empty()) ++watchdog_ticks;
+
+    // Waiter rows are heartbeated the same way, in batches of their own.
+    std::int64_t waiter_gap = std::numeric_limits<std::int64_t>::max();
+    for (auto& w : waiters) waiter_gap = std::min(waiter_gap, w->interval_ns);
+    std::vector<std::shared_ptr<waiter>> beats;
+    for (auto& w : waiters) {
+        if (w->gone.load()) continue;
+        const std::int64_t due = w->next_beat_ns.load();
+        if (due <= now || due - now < waiter_gap) beats.push_back(w);
+        else next = std::min(next, due);
+    }
+    for (std::size_t i = 0; i < beats.size(); i += size) {
+        std::vector<std::shared_ptr<waiter>> chunk(beats.begin() + static_cast<std::ptrdiff_t>(i),
+                                                   beats.begin() + static_cast<std::ptrdiff_t>(std::min(i + size, beats.size())));
+        beat_waiters(chunk);
+    }
+    for (auto& w : beats)
+        if (!w->gone.load()) next = std::min(next, w->next_beat_ns.load());
 
     // Sweep only once this client has seen a current schema (no noise from a
     // client opened before migrate()).
@@ -392,6 +520,31 @@ void client_impl::renew_batch(std::vector<std::shared_ptr<grant>>& chunk) {
     }
 }
 
+void client_impl::beat_waiters(std::vector<std::shared_ptr<waiter>>& chunk) {
+    std::vector<heartbeat> items;
+    items.reserve(chunk.size());
+    for (auto& w : chunk) items.push_back({w->ticket, w->lease_ms});
+    const std::int64_t sent = steady_now_ns();
+    std::vector<bool> live;
+    try {
+        live = with_session([&](session& s) { return s.beat_waiters(items); });
+    } catch (const std::exception& e) {
+        log_->warn("heartbeating {} waiter(s) failed, retrying: {}", chunk.size(), e.what());
+        for (auto& w : chunk) w->next_beat_ns = sent + std::min<std::int64_t>(w->interval_ns / 4, 500'000'000);
+        return;
+    }
+    bool lost_place = false;
+    for (std::size_t i = 0; i < chunk.size(); ++i) {
+        if (live[i]) {
+            chunk[i]->next_beat_ns = sent + chunk[i]->interval_ns;
+        } else {
+            chunk[i]->gone = true;  // its waiter queues again
+            lost_place = true;
+        }
+    }
+    if (lost_place) notify_release();
+}
+
 void client_impl::ping_pinned(grant& g) {
     const std::int64_t sent = steady_now_ns();
     bool alive = false;
@@ -421,7 +574,9 @@ void client_impl::ping_pinned(grant& g) {
 }
 
 std::size_t client_impl::sweep_once() {
-    const std::size_t n = with_session([&](session& s) { return s.sweep(options_.sweep_batch_size); });
+    const std::size_t n = with_session([&](session& s) {
+        return s.sweep(options_.sweep_batch_size) + s.sweep_waiters(options_.sweep_batch_size);
+    });
     rows_swept += n;
     if (n > 0) log_->debug("swept {} expired row(s)", n);
     return n;
@@ -544,6 +699,8 @@ client_stats client::stats() const {
     s.statements = impl_->statements.load();
     s.rows_swept = impl_->rows_swept.load();
     s.watchdog_ticks = impl_->watchdog_ticks.load();
+    s.waits = impl_->waits.load();
+    s.wakeups = impl_->wakeups.load();
     return s;
 }
 

@@ -61,6 +61,16 @@ struct grant : std::enable_shared_from_this<grant> {
     std::unique_ptr<session> pinned;  // select_for_update's open transaction
 };
 
+// A blocking acquire() waiting in the queue: its ticket, heartbeated by the
+// watchdog like a lease.
+struct waiter {
+    std::int64_t ticket = 0;
+    std::int64_t lease_ms = 0;
+    std::int64_t interval_ns = 0;
+    std::atomic<std::int64_t> next_beat_ns{0};
+    std::atomic<bool> gone{false};  // its row expired or vanished: queue again
+};
+
 // Random 128-bit owner id as 32 hex digits, from the kernel's CSPRNG.
 std::string new_owner_id();
 // "host:pid:tid" of the calling thread, for people reading the lock table.
@@ -81,7 +91,8 @@ public:
         std::optional<lease> granted;
         std::optional<std::int64_t> remaining_ms;
     };
-    attempt try_grant(std::string_view key, const lock_options& options, bool want_remaining);
+    attempt try_grant(std::string_view key, const lock_options& options, bool want_remaining,
+                      std::int64_t ticket = no_ticket);
     lease acquire(std::string_view key, std::chrono::milliseconds timeout, const lock_options& options);
 
     void release(grant& g);
@@ -91,7 +102,8 @@ public:
     // Watchdog work, run on the watchdog thread: renew what is due (batched),
     // declare lost what passed its deadline, sweep when due. Returns the
     // steady time (ns) at which it wants to run again.
-    std::int64_t background_round(std::vector<std::shared_ptr<grant>>& leases);
+    std::int64_t background_round(std::vector<std::shared_ptr<grant>>& leases,
+                                  std::vector<std::shared_ptr<waiter>>& waiters);
     std::size_t sweep_once();
 
     lock_info inspect(std::string_view key);
@@ -120,6 +132,8 @@ public:
     std::atomic<std::uint64_t> leases_lost{0};
     std::atomic<std::uint64_t> rows_swept{0};
     std::atomic<std::uint64_t> watchdog_ticks{0};
+    std::atomic<std::uint64_t> waits{0};       // acquisitions that queued
+    std::atomic<std::uint64_t> wakeups{0};     // notifications received
 
     ~client_impl();
     void start_watchdog();
@@ -140,6 +154,11 @@ private:
     std::vector<std::unique_ptr<session>> idle_;
 
     void renew_batch(std::vector<std::shared_ptr<grant>>& batch);
+    void beat_waiters(std::vector<std::shared_ptr<waiter>>& batch);
+    std::shared_ptr<waiter> enqueue(std::string_view key, const lock_options& options);
+    void leave_queue(std::shared_ptr<waiter>& w) noexcept;
+    void start_listener();
+    void listener_main();
     void ping_pinned(grant& g);
     void watch(const std::shared_ptr<grant>& g);
 
@@ -149,10 +168,21 @@ private:
     std::mutex held_mu_;
     std::map<std::pair<std::thread::id, std::string>, std::weak_ptr<grant>, std::less<>> held_;
 
-    // Local waiters sleep here; a release in this client wakes them at once.
-    std::mutex wake_mu_;
-    std::condition_variable wake_cv_;
-    std::uint64_t release_epoch_ = 0;
+    // PostgreSQL wake-ups: one LISTEN connection per client, on its own
+    // thread, started by the first waiter. channel_ is what waiter rows name.
+    std::string channel_;
+    std::once_flag listener_once_;
+    std::thread listener_;
+    std::atomic<bool> listener_stop_{false};
+
+    // Local waiters sleep on one process-wide condition variable: a release
+    // by any client of this process wakes them at once.
+    struct wake_state {
+        std::mutex mu;
+        std::condition_variable cv;
+        std::uint64_t epoch = 0;
+    };
+    static wake_state& wake();
 };
 
 template <class F>

@@ -43,4 +43,14 @@ std::string renewals_json(const std::vector<renewal>& batch) {
     return out;
 }
 
+std::string heartbeats_json(const std::vector<heartbeat>& batch) {
+    std::string out = "[";
+    for (const auto& h : batch) {
+        if (out.size() > 1) out += ',';
+        out += "{\"t\":" + std::to_string(h.ticket) + ",\"ms\":" + std::to_string(h.lease_ms) + "}";
+    }
+    out += ']';
+    return out;
+}
+
 }  // namespace sqlock::detail

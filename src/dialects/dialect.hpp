@@ -7,6 +7,8 @@
 #include <sqlock/options.hpp>
 
 #include <atomic>
+#include <chrono>
+#include <limits>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -27,6 +29,9 @@ struct dialect_context {
     std::atomic<std::uint64_t>* statements = nullptr;  // bumped once per statement sent
 };
 
+inline constexpr std::int64_t no_ticket = std::numeric_limits<std::int64_t>::max();
+inline constexpr std::int64_t not_fair = std::numeric_limits<std::int64_t>::min();
+
 struct grant_request {
     std::string_view key;
     std::string_view owner;
@@ -35,6 +40,35 @@ struct grant_request {
     std::string_view holder;
     std::string_view note;
     bool want_remaining;  // on contention, also report the holder's remaining lease
+    // Queue position: granted only if no live fair waiter is ahead (higher
+    // priority, then lower ticket). A granted ticket leaves the queue in the
+    // same transaction. Non-fair requests pass not_fair and no_ticket.
+    std::int64_t ticket = no_ticket;
+    std::int64_t priority = not_fair;
+};
+
+struct waiter_request {
+    std::string_view key;
+    std::string_view owner;
+    bool fair;
+    int priority;
+    std::int64_t lease_ms;
+    std::string_view listener;  // NOTIFY channel ("" when the dialect has none)
+    std::string_view holder;
+};
+
+struct heartbeat {
+    std::int64_t ticket;
+    std::int64_t lease_ms;
+};
+
+// A connection that waits for wake-up notifications (PostgreSQL LISTEN).
+class notifier {
+public:
+    virtual ~notifier() = default;
+    // Waits up to timeout; true when at least one notification arrived.
+    // Throws connection_error when the connection is gone.
+    virtual bool wait(std::chrono::milliseconds timeout) = 0;
 };
 
 struct grant_result {
@@ -73,6 +107,14 @@ public:
     // Deletes up to `limit` expired unique_insert rows, skipping rows another
     // transaction has locked; the delete re-checks expiry. Returns the count.
     virtual std::size_t sweep(std::size_t limit) = 0;
+    // Deletes up to `limit` dead waiter rows. Returns the count.
+    virtual std::size_t sweep_waiters(std::size_t limit) = 0;
+
+    // The waiter queue: take a ticket, leave the queue, heartbeat tickets
+    // (returns, per entry, whether the row was still live and is renewed).
+    virtual std::int64_t enqueue(const waiter_request& request) = 0;
+    virtual void dequeue(std::int64_t ticket) = 0;
+    virtual std::vector<bool> beat_waiters(const std::vector<heartbeat>& batch) = 0;
 
     // select_for_update: opens a transaction and locks the key's row without
     // waiting. `locked` means the row is ours and no lease holds it; the
@@ -80,8 +122,9 @@ public:
     // it stays idle for lease_ms (so a frozen holder cannot keep the key).
     // `busy` and `missing` leave no transaction open. remaining_ms is set for
     // a lease-held row when asked.
-    virtual row_lock lock_row(std::string_view key, std::int64_t lease_ms,
-                              std::optional<std::int64_t>* remaining_ms) = 0;
+    // ticket/priority: the requester's queue position, as in grant_request.
+    virtual row_lock lock_row(std::string_view key, std::int64_t lease_ms, std::int64_t ticket,
+                              std::int64_t priority, std::optional<std::int64_t>* remaining_ms) = 0;
     // Ends the transaction opened by lock_row (rolling it back).
     virtual void end_row_lock() = 0;
     // Creates the key's row (free) if it does not exist yet.
@@ -105,12 +148,18 @@ public:
     virtual ~dialect() = default;
     virtual std::string_view name() const = 0;
     virtual bool supports_row_locks() const = 0;
+    virtual bool supports_notify() const = 0;
     virtual std::unique_ptr<session> connect() = 0;
+    // A dedicated connection listening on `channel`, or null when the backend
+    // has no notifications (waiters then poll).
+    virtual std::unique_ptr<notifier> listen(const std::string& channel) = 0;
 };
 
 // The batch as a JSON array of {"k": key, "o": owner, "ms": lease}, for
 // dialects that unpack it in SQL (jsonb_to_recordset, json_each).
 std::string renewals_json(const std::vector<renewal>& batch);
+// The heartbeat batch as a JSON array of {"t": ticket, "ms": lease}.
+std::string heartbeats_json(const std::vector<heartbeat>& batch);
 
 // Factories, one per backend; each throws config_error naming its CMake
 // option when the backend was left out of the build.

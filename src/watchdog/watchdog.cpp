@@ -27,6 +27,7 @@ void watchdog_main(std::shared_ptr<watchdog_core> core, std::weak_ptr<client_imp
     std::int64_t wake = steady_now_ns();
     for (;;) {
         std::vector<std::shared_ptr<grant>> callbacks, leases;
+        std::vector<std::shared_ptr<waiter>> waiters;
         {
             std::unique_lock lock(core->mu);
             core->wake_ns = wake;
@@ -51,6 +52,16 @@ void watchdog_main(std::shared_ptr<watchdog_core> core, std::weak_ptr<client_imp
                     ++i;
                 }
             }
+            auto& queued = core->waiters;
+            for (std::size_t i = 0; i < queued.size();) {
+                if (auto w = queued[i].lock()) {
+                    waiters.push_back(std::move(w));
+                    ++i;
+                } else {
+                    queued[i] = std::move(queued.back());
+                    queued.pop_back();
+                }
+            }
             core->wake_ns = std::numeric_limits<std::int64_t>::max();  // busy: callers need not wake us
         }
         // Callbacks and database work run outside the mutex.
@@ -59,12 +70,13 @@ void watchdog_main(std::shared_ptr<watchdog_core> core, std::weak_ptr<client_imp
         auto client = weak.lock();
         if (!client) return;
         try {
-            wake = client->background_round(leases);
+            wake = client->background_round(leases, waiters);
         } catch (const std::exception& e) {
             client->log().error("watchdog round failed: {}", e.what());
             wake = steady_now_ns() + 100'000'000;
         }
         leases.clear();
+        waiters.clear();
         client.reset();  // may destroy the client here; it then asks us to stop
     }
 }

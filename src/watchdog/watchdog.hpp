@@ -12,6 +12,7 @@
 namespace sqlock::detail {
 
 struct grant;
+struct waiter;
 class client_impl;
 
 // State shared by a client and its watchdog thread. The thread owns a
@@ -25,6 +26,7 @@ struct watchdog_core {
     bool dirty = false;                                // a new lease wants an earlier wake-up
     std::int64_t wake_ns = 0;                          // when the thread will next run by itself
     std::vector<std::weak_ptr<grant>> leases;          // watched for renewal and deadline
+    std::vector<std::weak_ptr<waiter>> waiters;        // queued acquisitions to heartbeat
     std::vector<std::shared_ptr<grant>> lost_queue;    // on_lost callbacks to run
     std::thread thread;
 };

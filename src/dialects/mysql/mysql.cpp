@@ -105,14 +105,21 @@ public:
                 auto& lock = prepared("grant_lock");
                 lock.setString(1, std::string(r.owner));
                 lock.setString(2, std::string(r.key));
+                lock.setInt64(3, r.priority);
+                lock.setInt64(4, r.priority);
+                lock.setInt64(5, r.ticket);
+                lock.setString(6, std::string(r.key));
                 count();
                 std::unique_ptr<sql::ResultSet> rs(lock.executeQuery());
-                if (rs->next()) {
-                    if (!rs->getBoolean(1)) {
-                        if (r.want_remaining && !rs->isNull(2)) out.remaining_ms = rs->getInt64(2);
-                        rollback();
-                        return out;
-                    }
+                rs->next();  // always one row (a LEFT JOIN from a one-row table)
+                const bool present = rs->getBoolean(1);
+                const bool ahead = rs->getBoolean(4);
+                if (ahead || (present && !rs->getBoolean(2))) {
+                    if (r.want_remaining && present && !rs->isNull(3)) out.remaining_ms = rs->getInt64(3);
+                    rollback();
+                    return out;
+                }
+                if (present) {
                     auto& update = prepared("grant_update");
                     update.setString(1, std::string(r.owner));
                     update.setString(2, to_string(r.mode));
@@ -134,6 +141,7 @@ public:
                     insert.executeUpdate();
                 }
                 out.token = bump(r.key);
+                if (r.ticket != no_ticket) dequeue_now(r.ticket);  // a granted waiter leaves the queue
                 exec("COMMIT");
                 in_tx_ = false;
                 return out;
@@ -193,6 +201,60 @@ public:
         });
     }
 
+    std::int64_t enqueue(const waiter_request& w) override {
+        return guarded("enqueue", [&] {
+            auto& ps = prepared("enqueue");
+            ps.setString(1, std::string(w.key));
+            ps.setString(2, std::string(w.owner));
+            ps.setBoolean(3, w.fair);
+            ps.setInt(4, w.priority);
+            ps.setInt64(5, w.lease_ms);
+            ps.setString(6, std::string(w.listener));
+            ps.setString(7, std::string(w.holder));
+            count();
+            std::unique_ptr<sql::ResultSet> rs(ps.executeQuery());
+            if (!rs->next()) throw db_error(dialect_name, "", "enqueue returned no ticket");
+            return rs->getInt64(1);
+        });
+    }
+
+    void dequeue(std::int64_t ticket) override {
+        guarded("dequeue", [&] { dequeue_now(ticket); });
+    }
+
+    std::vector<bool> beat_waiters(const std::vector<heartbeat>& batch) override {
+        return guarded("beat_waiters", [&] {
+            std::vector<bool> out(batch.size(), true);
+            auto& ps = generated("beat_waiters", "/*ROWS*/", batch.size(), "SELECT ? AS t, ? AS ms", "SELECT ?, ?",
+                                 " UNION ALL ");
+            int i = 1;
+            for (const auto& h : batch) {
+                ps.setInt64(i++, h.ticket);
+                ps.setInt64(i++, h.lease_ms);
+            }
+            count();
+            if (static_cast<std::size_t>(ps.executeUpdate()) == batch.size()) return out;
+            auto& check = generated("live_waiters", "/*TICKETS*/", batch.size(), "?", "?", ", ");
+            i = 1;
+            for (const auto& h : batch) check.setInt64(i++, h.ticket);
+            count();
+            std::unique_ptr<sql::ResultSet> rs(check.executeQuery());
+            std::set<std::int64_t> live;
+            while (rs->next()) live.insert(rs->getInt64(1));
+            for (std::size_t j = 0; j < batch.size(); ++j) out[j] = live.count(batch[j].ticket) > 0;
+            return out;
+        });
+    }
+
+    std::size_t sweep_waiters(std::size_t limit) override {
+        return guarded("sweep_waiters", [&] {
+            auto& ps = prepared("sweep_waiters");
+            ps.setInt64(1, static_cast<std::int64_t>(limit));
+            count();
+            return static_cast<std::size_t>(ps.executeUpdate());
+        });
+    }
+
     std::size_t sweep(std::size_t limit) override {
         return guarded("sweep", [&] {
             exec("START TRANSACTION");
@@ -218,7 +280,8 @@ public:
         });
     }
 
-    row_lock lock_row(std::string_view key, std::int64_t lease_ms, std::optional<std::int64_t>* remaining_ms) override {
+    row_lock lock_row(std::string_view key, std::int64_t lease_ms, std::int64_t ticket, std::int64_t priority,
+                      std::optional<std::int64_t>* remaining_ms) override {
         return guarded("lock_row", [&] {
             const int idle_s = seconds_up(std::chrono::milliseconds(lease_ms));
             if (pinned_for_s_ != idle_s) {
@@ -233,6 +296,10 @@ public:
             try {
                 auto& ps = prepared("lock_row");
                 ps.setString(1, std::string(key));
+                ps.setInt64(2, priority);
+                ps.setInt64(3, priority);
+                ps.setInt64(4, ticket);
+                ps.setString(5, std::string(key));
                 count();
                 std::unique_ptr<sql::ResultSet> rs(ps.executeQuery());
                 if (!rs->next()) {
@@ -386,6 +453,13 @@ private:
         }
     }
 
+    void dequeue_now(std::int64_t ticket) {
+        auto& ps = prepared("dequeue");
+        ps.setInt64(1, ticket);
+        count();
+        ps.executeUpdate();
+    }
+
     int read_version() {
         count();
         std::unique_ptr<sql::ResultSet> rs(stmt_->executeQuery(ctx_.sql->get("schema_version")));
@@ -508,7 +582,9 @@ public:
     }
     std::string_view name() const override { return dialect_name; }
     bool supports_row_locks() const override { return true; }
+    bool supports_notify() const override { return false; }
     std::unique_ptr<session> connect() override { return std::make_unique<my_session>(target_, ctx_); }
+    std::unique_ptr<notifier> listen(const std::string&) override { return nullptr; }
 
 private:
     mysql_target target_;

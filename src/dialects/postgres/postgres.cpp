@@ -10,6 +10,8 @@
 
 #include <pqxx/pqxx>
 
+#include <chrono>
+
 #include <optional>
 #include <set>
 #include <string>
@@ -49,7 +51,7 @@ public:
                 count();
                 res = tx.exec_prepared(prepared("grant"), std::string(r.key), std::string(r.owner),
                                        std::string(to_string(r.mode)), r.lease_ms, std::string(r.holder),
-                                       std::string(r.note));
+                                       std::string(r.note), r.ticket, r.priority);
             } catch (const pqxx::sql_error& e) {
                 // lock_timeout: a select_for_update holder has the row.
                 if (e.sqlstate() == "55P03") return {};
@@ -63,9 +65,59 @@ public:
     }
 
     bool release(std::string_view key, std::string_view owner, sqlock::mode m) override {
-        return owner_checked("release", [&](pqxx::nontransaction& tx) {
-            return tx.exec_prepared(prepared(m == mode::unique_insert ? "release_delete" : "release_clear"),
-                                    std::string(key), std::string(owner));
+        // A row lock that outlasts lock_timeout: see owner_checked().
+        return guarded("release", [&] {
+            pqxx::nontransaction tx(*conn_);
+            count();
+            try {
+                auto res = tx.exec_prepared(prepared(m == mode::unique_insert ? "release_delete" : "release_clear"),
+                                            std::string(key), std::string(owner));
+                return res[0][0].as<std::int64_t>() == 1;
+            } catch (const pqxx::sql_error& e) {
+                if (e.sqlstate() == "55P03") return false;
+                throw;
+            }
+        });
+    }
+
+    std::int64_t enqueue(const waiter_request& w) override {
+        return guarded("enqueue", [&] {
+            pqxx::nontransaction tx(*conn_);
+            count();
+            return tx
+                .exec_prepared1(prepared("enqueue"), std::string(w.key), std::string(w.owner), w.fair, w.priority,
+                                w.lease_ms, std::string(w.listener), std::string(w.holder))[0]
+                .as<std::int64_t>();
+        });
+    }
+
+    void dequeue(std::int64_t ticket) override {
+        guarded("dequeue", [&] {
+            pqxx::nontransaction tx(*conn_);
+            count();
+            tx.exec_prepared(prepared("dequeue"), ticket);
+        });
+    }
+
+    std::vector<bool> beat_waiters(const std::vector<heartbeat>& batch) override {
+        return guarded("beat_waiters", [&] {
+            pqxx::nontransaction tx(*conn_);
+            count();
+            auto res = tx.exec_prepared(prepared("beat_waiters"), heartbeats_json(batch));
+            std::set<std::int64_t> live;
+            for (const auto& row : res) live.insert(row[0].as<std::int64_t>());
+            std::vector<bool> out;
+            out.reserve(batch.size());
+            for (const auto& h : batch) out.push_back(live.count(h.ticket) > 0);
+            return out;
+        });
+    }
+
+    std::size_t sweep_waiters(std::size_t limit) override {
+        return guarded("sweep_waiters", [&] {
+            pqxx::nontransaction tx(*conn_);
+            count();
+            return tx.exec_prepared(prepared("sweep_waiters"), static_cast<std::int64_t>(limit)).affected_rows();
         });
     }
 
@@ -97,7 +149,8 @@ public:
         });
     }
 
-    row_lock lock_row(std::string_view key, std::int64_t lease_ms, std::optional<std::int64_t>* remaining_ms) override {
+    row_lock lock_row(std::string_view key, std::int64_t lease_ms, std::int64_t ticket, std::int64_t priority,
+                      std::optional<std::int64_t>* remaining_ms) override {
         return guarded("lock_row", [&] {
             if (pinned_for_ms_ != lease_ms) {
                 pqxx::nontransaction tx(*conn_);
@@ -110,7 +163,7 @@ public:
             pqxx::result res;
             try {
                 count();
-                res = held_->exec_prepared(prepared("lock_row"), std::string(key));
+                res = held_->exec_prepared(prepared("lock_row"), std::string(key), ticket, priority);
             } catch (const pqxx::sql_error& e) {
                 held_.reset();  // aborts
                 if (e.sqlstate() == "55P03") return row_lock::busy;
@@ -292,6 +345,54 @@ private:
     std::int64_t pinned_for_ms_ = 0;  // idle_in_transaction_session_timeout in force
 };
 
+// One connection that LISTENs on the client's channel. pqxx delivers a
+// notification to the receiver from inside await_notification().
+class pg_notifier final : public notifier {
+public:
+    pg_notifier(const std::string& conninfo, const std::string& channel, const std::string& redacted_url) {
+        try {
+            conn_.emplace(conninfo);
+            receiver_.emplace(*conn_, channel, woken_);
+        } catch (const pqxx::broken_connection& e) {
+            throw connection_error("cannot connect the PostgreSQL listener at " + redacted_url + ": " + e.what());
+        } catch (const pqxx::failure& e) {
+            throw connection_error(std::string("cannot LISTEN for wake-ups: ") + e.what());
+        }
+    }
+
+    bool wait(std::chrono::milliseconds timeout) override {
+        const auto start = std::chrono::steady_clock::now();
+        woken_ = false;
+        try {
+            const auto us = timeout.count() * 1000;
+            conn_->await_notification(static_cast<long>(us / 1'000'000), static_cast<long>(us % 1'000'000));
+            if (woken_) return true;
+            // On a dead socket await_notification returns at once while
+            // is_open() still says true: an early return without a
+            // notification gets a round trip to tell the two apart.
+            if (std::chrono::steady_clock::now() - start < timeout / 2) pqxx::nontransaction(*conn_).exec("SELECT 1");
+        } catch (const pqxx::failure& e) {
+            throw connection_error(std::string("PostgreSQL listener connection lost: ") + e.what());
+        }
+        return woken_;
+    }
+
+private:
+    class receiver final : public pqxx::notification_receiver {
+    public:
+        receiver(pqxx::connection& c, const std::string& channel, bool& woken)
+            : pqxx::notification_receiver(c, channel), woken_(woken) {}
+        void operator()(const std::string&, int) override { woken_ = true; }
+
+    private:
+        bool& woken_;
+    };
+
+    bool woken_ = false;
+    std::optional<pqxx::connection> conn_;
+    std::optional<receiver> receiver_;  // destroyed first: it UNLISTENs on conn_
+};
+
 class pg_dialect final : public dialect {
 public:
     pg_dialect(const url_parts& url, const dialect_context& ctx) : ctx_(ctx) {
@@ -309,7 +410,11 @@ public:
     }
     std::string_view name() const override { return dialect_name; }
     bool supports_row_locks() const override { return true; }
+    bool supports_notify() const override { return true; }
     std::unique_ptr<session> connect() override { return std::make_unique<pg_session>(conninfo_, ctx_); }
+    std::unique_ptr<notifier> listen(const std::string& channel) override {
+        return std::make_unique<pg_notifier>(conninfo_, channel, ctx_.redacted_url);
+    }
 
 private:
     std::string conninfo_;

@@ -122,11 +122,14 @@ public:
         {
             auto q = prepare("grant");
             q.bind(1, r.key).bind(2, r.owner).bind(3, std::string_view(to_string(r.mode)));
-            q.bind(4, r.lease_ms).bind(5, r.holder).bind(6, r.note);
+            q.bind(4, r.lease_ms).bind(5, r.holder).bind(6, r.note).bind(7, r.ticket).bind(8, r.priority);
             if (q.step()) out.token = q.integer(0);
             while (q.step()) {
             }
         }
+        // A granted waiter leaves the queue. A crash between the two
+        // statements leaves a row that expires unheartbeated.
+        if (out.token && r.ticket != no_ticket) dequeue(r.ticket);
         if (!out.token && r.want_remaining) {
             auto q = prepare("remaining");
             q.bind(1, r.key);
@@ -167,7 +170,44 @@ public:
         return static_cast<std::size_t>(q.changes());
     }
 
-    row_lock lock_row(std::string_view, std::int64_t, std::optional<std::int64_t>*) override { no_row_locks(); }
+    std::size_t sweep_waiters(std::size_t limit) override {
+        auto q = prepare("sweep_waiters");
+        q.bind(1, static_cast<std::int64_t>(limit));
+        q.run();
+        return static_cast<std::size_t>(q.changes());
+    }
+
+    std::int64_t enqueue(const waiter_request& w) override {
+        auto q = prepare("enqueue");
+        q.bind(1, w.key).bind(2, w.owner).bind(3, std::int64_t{w.fair}).bind(4, std::int64_t{w.priority});
+        q.bind(5, w.lease_ms).bind(6, w.listener).bind(7, w.holder);
+        if (!q.step()) throw db_error(dialect_name, "", "enqueue returned no ticket");
+        const std::int64_t ticket = q.integer(0);
+        q.run();
+        return ticket;
+    }
+
+    void dequeue(std::int64_t ticket) override {
+        auto q = prepare("dequeue");
+        q.bind(1, ticket);
+        q.run();
+    }
+
+    std::vector<bool> beat_waiters(const std::vector<heartbeat>& batch) override {
+        auto q = prepare("beat_waiters");
+        q.bind(1, std::string_view(heartbeats_json(batch)));
+        std::set<std::int64_t> live;
+        while (q.step()) live.insert(q.integer(0));
+        std::vector<bool> out;
+        out.reserve(batch.size());
+        for (const auto& h : batch) out.push_back(live.count(h.ticket) > 0);
+        return out;
+    }
+
+    row_lock lock_row(std::string_view, std::int64_t, std::int64_t, std::int64_t,
+                      std::optional<std::int64_t>*) override {
+        no_row_locks();
+    }
     void end_row_lock() override { no_row_locks(); }
     void ensure_row(std::string_view) override { no_row_locks(); }
     std::int64_t bump_token(std::string_view) override { no_row_locks(); }
@@ -269,7 +309,9 @@ public:
     sqlite_dialect(std::string path, const dialect_context& ctx) : path_(std::move(path)), ctx_(ctx) {}
     std::string_view name() const override { return dialect_name; }
     bool supports_row_locks() const override { return false; }
+    bool supports_notify() const override { return false; }
     std::unique_ptr<session> connect() override { return std::make_unique<sqlite_session>(path_, ctx_); }
+    std::unique_ptr<notifier> listen(const std::string&) override { return nullptr; }
 
 private:
     std::string path_;

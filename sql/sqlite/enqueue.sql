@@ -1,0 +1,5 @@
+-- A waiter takes a ticket: ?1 key, ?2 owner, ?3 fair, ?4 priority, ?5 lease
+-- ms, ?6 listener, ?7 holder.
+INSERT INTO sqlock_waiters (lock_key, owner, fair, priority, expires_ms, listener, holder)
+VALUES (?1, ?2, ?3, ?4, sqlock_now_ms() + ?5, ?6, ?7)
+RETURNING ticket

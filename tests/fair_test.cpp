@@ -1,0 +1,249 @@
+// Fair queuing: the waiter table, priorities, crashed waiters, wake-ups.
+
+#include "support/doctest_types.hpp"
+#include "support/process.hpp"
+
+#include <sqlock/sqlock.hpp>
+
+#include <doctest/doctest.h>
+
+#include <signal.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <thread>
+#include <vector>
+
+using namespace std::chrono_literals;
+
+namespace {
+
+std::int64_t waiting(const test::backend_base& db, test::raw_connection& raw, const std::string& key) {
+    return raw.scalar("SELECT COUNT(*) FROM " + db.table("waiters") + " WHERE lock_key = '" + key + "'");
+}
+
+template <class Pred>
+bool eventually(Pred pred, std::chrono::milliseconds timeout = 15s) {
+    auto until = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < until) {
+        if (pred()) return true;
+        std::this_thread::sleep_for(10ms);
+    }
+    return pred();
+}
+
+struct scratch_dir {
+    std::filesystem::path path = std::filesystem::temp_directory_path() / ("sqlock-fair-" + test::random_hex(10));
+    scratch_dir() { std::filesystem::create_directories(path); }
+    ~scratch_dir() {
+        std::error_code ec;
+        std::filesystem::remove_all(path, ec);
+    }
+};
+
+std::vector<std::string> lines_of(const std::filesystem::path& file) {
+    std::vector<std::string> out;
+    std::ifstream in(file);
+    for (std::string line; std::getline(in, line);) out.push_back(line);
+    return out;
+}
+
+// Starts a fair waiter process and returns once its ticket is in the queue,
+// so that arrival order is the order of these calls.
+test::child enqueue_worker(const test::backend_base& db, test::raw_connection& raw, const std::string& key,
+                           int priority, int lease_ms, const std::string& id, const std::filesystem::path& file) {
+    const auto before = waiting(db, raw, key);
+    test::child c({test::worker_path(), "fair", db.url(), db.prefix, key, std::to_string(priority),
+                   std::to_string(lease_ms), id, file.string()});
+    REQUIRE(eventually([&] { return waiting(db, raw, key) == before + 1; }));
+    return c;
+}
+
+}  // namespace
+
+TEST_SUITE("fair") {
+
+TEST_CASE_TEMPLATE("sixteen waiters in four or more processes are granted in arrival order", Db, ALL_BACKENDS) {
+    Db db;
+    auto raw = db.raw();
+    scratch_dir dir;
+    const auto file = dir.path / "order";
+    auto holder = db.open();
+    auto held = holder.try_acquire("queue");
+    REQUIRE(held);
+    std::vector<test::child> waiters;
+    for (int i = 0; i < 16; ++i)
+        waiters.push_back(enqueue_worker(db, *raw, "queue", 0, 5000, std::to_string(i), file));
+    held->release();
+    for (auto& w : waiters) CHECK(w.wait() == 0);
+    std::vector<std::string> expected;
+    for (int i = 0; i < 16; ++i) expected.push_back(std::to_string(i));
+    CHECK(lines_of(file) == expected);  // zero inversions
+    CHECK(waiting(db, *raw, "queue") == 0);
+}
+
+TEST_CASE_TEMPLATE("a higher priority is served first and equal priorities stay in order", Db, ALL_BACKENDS) {
+    Db db;
+    auto raw = db.raw();
+    scratch_dir dir;
+    const auto file = dir.path / "order";
+    auto holder = db.open();
+    auto held = holder.try_acquire("prio");
+    REQUIRE(held);
+    std::vector<test::child> waiters;
+    waiters.push_back(enqueue_worker(db, *raw, "prio", 0, 5000, "low-1", file));
+    waiters.push_back(enqueue_worker(db, *raw, "prio", 0, 5000, "low-2", file));
+    waiters.push_back(enqueue_worker(db, *raw, "prio", 5, 5000, "high-1", file));
+    waiters.push_back(enqueue_worker(db, *raw, "prio", 0, 5000, "low-3", file));
+    waiters.push_back(enqueue_worker(db, *raw, "prio", 5, 5000, "high-2", file));
+    held->release();
+    for (auto& w : waiters) CHECK(w.wait() == 0);
+    CHECK(lines_of(file) == std::vector<std::string>{"high-1", "high-2", "low-1", "low-2", "low-3"});
+}
+
+TEST_CASE_TEMPLATE("a waiter killed with kill -9 is skipped once its row expires", Db, ALL_BACKENDS) {
+    Db db;
+    auto raw = db.raw();
+    scratch_dir dir;
+    const auto file = dir.path / "order";
+    auto holder = db.open();
+    auto held = holder.try_acquire("crash");
+    REQUIRE(held);
+    // The head waiter's row is a 1 s lease; the others' are long.
+    auto head = enqueue_worker(db, *raw, "crash", 0, 1000, "dead", file);
+    std::vector<test::child> rest;
+    for (int i = 0; i < 4; ++i) rest.push_back(enqueue_worker(db, *raw, "crash", 0, 10000, std::to_string(i), file));
+    head.signal(SIGKILL);
+    CHECK(head.wait() == 128 + SIGKILL);
+    held->release();
+    for (auto& w : rest) CHECK(w.wait() == 0);
+    CHECK(lines_of(file) == std::vector<std::string>{"0", "1", "2", "3"});
+    // The dead waiter's row is left for the sweeper.
+    CHECK(holder.sweep() >= 1);
+    CHECK(waiting(db, *raw, "crash") == 0);
+}
+
+TEST_CASE_TEMPLATE("an acquisition that is not fair does not pass a live fair waiter", Db, ALL_BACKENDS) {
+    Db db;
+    auto raw = db.raw();
+    scratch_dir dir;
+    auto holder = db.open();
+    auto barger = db.open();
+    auto held = holder.try_acquire("nobarge");
+    REQUIRE(held);
+    auto w = enqueue_worker(db, *raw, "nobarge", 0, 5000, "fair", dir.path / "order");
+    held->release();
+    // Until the fair waiter has had its turn, non-fair attempts lose.
+    bool barged = false;
+    while (waiting(db, *raw, "nobarge") > 0) {
+        if (auto l = barger.try_acquire("nobarge")) {
+            barged = waiting(db, *raw, "nobarge") > 0;
+            l->release();
+            break;
+        }
+    }
+    CHECK_FALSE(barged);
+    CHECK(w.wait() == 0);
+    CHECK(lines_of(dir.path / "order") == std::vector<std::string>{"fair"});
+}
+
+TEST_CASE_TEMPLATE("a waiter that times out or is cancelled leaves no row behind", Db, ALL_BACKENDS) {
+    Db db;
+    auto raw = db.raw();
+    auto holder = db.open();
+    auto waiter = db.open();
+    auto held = holder.try_acquire("k");
+    REQUIRE(held);
+    CHECK_THROWS_AS(waiter.acquire("k", 300ms, {.fair = true}), sqlock::timeout_error);
+    CHECK(waiting(db, *raw, "k") == 0);
+    CHECK_THROWS_AS(waiter.acquire("k", 300ms), sqlock::timeout_error);  // not fair
+    CHECK(waiting(db, *raw, "k") == 0);
+
+    std::stop_source cancel;
+    std::thread canceller([&] {
+        REQUIRE(eventually([&] { return waiting(db, *raw, "k") == 1; }));
+        cancel.request_stop();
+    });
+    CHECK_THROWS_AS(waiter.acquire("k", 30s, {.fair = true, .cancel = cancel.get_token()}), sqlock::cancelled_error);
+    canceller.join();
+    CHECK(waiting(db, *raw, "k") == 0);
+    CHECK(waiter.stats().waits >= 2);
+}
+
+TEST_CASE_TEMPLATE("a thousand fair cycles with churn finish without a stall", Db, ALL_BACKENDS) {
+    Db db;
+    auto raw = db.raw();
+    scratch_dir dir;
+    std::vector<sqlock::client> clients;
+    for (int i = 0; i < 3; ++i) clients.push_back(db.open());
+    std::atomic<int> granted{0}, timed_out{0};
+    std::atomic<bool> inside{false}, overlap{false};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 6; ++t) {
+        threads.emplace_back([&, t] {
+            std::mt19937 rng(static_cast<unsigned>(t));
+            auto& c = clients[static_cast<std::size_t>(t % 3)];
+            while (granted.load() < 1000) {
+                try {
+                    // Some waits are too short to succeed: those waiters time out and leave.
+                    const auto patience = std::chrono::milliseconds(rng() % 4 == 0 ? 5 : 5000);
+                    auto l = c.acquire("churn", patience,
+                                       {.lease = 2s, .reentrant = false, .fair = true,
+                                        .priority = static_cast<int>(rng() % 2)});
+                    if (inside.exchange(true)) overlap = true;
+                    inside = false;
+                    ++granted;
+                    l.release();
+                } catch (const sqlock::timeout_error&) {
+                    ++timed_out;
+                }
+            }
+        });
+    }
+    // Meanwhile waiters in other processes join and die with kill -9, leaving
+    // rows that stay in the queue until they expire (their lease: 500 ms).
+    for (int i = 0; i < 4 && granted.load() < 1000; ++i) {
+        test::child doomed({test::worker_path(), "fair", db.url(), db.prefix, "churn", "1", "500", "doomed",
+                            (dir.path / "doomed").string()});
+        std::this_thread::sleep_for(200ms);
+        doomed.signal(SIGKILL);
+        doomed.wait();
+    }
+    for (auto& th : threads) th.join();
+    CHECK(granted.load() >= 1000);
+    CHECK(timed_out.load() > 0);
+    CHECK_FALSE(overlap.load());
+    // Every live waiter left; only dead waiters' rows may remain, for the sweeper.
+    std::this_thread::sleep_for(600ms);
+    clients[0].sweep();
+    CHECK(waiting(db, *raw, "churn") == 0);
+}
+
+TEST_CASE_TEMPLATE("PostgreSQL wakes the head waiter's client, not every waiting client", Db, test::postgres_db) {
+    Db db;
+    auto raw = db.raw();
+    auto holder = db.open();
+    auto first = db.open();
+    auto second = db.open();
+    auto held = holder.try_acquire("notify", {.lease = 60s});
+    REQUIRE(held);
+    std::optional<sqlock::lease> got_first;
+    std::thread t1([&] { got_first.emplace(first.acquire("notify", 30s, {.fair = true})); });
+    REQUIRE(eventually([&] { return waiting(db, *raw, "notify") == 1; }));
+    std::thread t2([&] { (void)second.acquire("notify", 30s, {.fair = true}); });
+    REQUIRE(eventually([&] { return waiting(db, *raw, "notify") == 2; }));
+    std::this_thread::sleep_for(300ms);  // both are asleep now (the lease has 60 s left)
+    const auto first_wakeups = first.stats().wakeups;
+    const auto second_wakeups = second.stats().wakeups;
+    held->release();
+    t1.join();
+    CHECK(first.stats().wakeups == first_wakeups + 1);  // woken by the release's NOTIFY
+    CHECK(second.stats().wakeups == second_wakeups);    // not the second waiter's client
+    got_first->release();  // now the second is at the head: its client gets the NOTIFY
+    t2.join();
+    CHECK(eventually([&] { return second.stats().wakeups == second_wakeups + 1; }));
+}
+
+}  // TEST_SUITE
