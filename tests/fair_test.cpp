@@ -120,8 +120,8 @@ TEST_CASE_TEMPLATE("a waiter killed with kill -9 is skipped once its row expires
     held->release();
     for (auto& w : rest) CHECK(w.wait() == 0);
     CHECK(lines_of(file) == std::vector<std::string>{"0", "1", "2", "3"});
-    // The dead waiter's row is left for the sweeper.
-    CHECK(holder.sweep() >= 1);
+    // The dead waiter's row is left for the sweepers (any client's may have run).
+    holder.sweep();
     CHECK(waiting(db, *raw, "crash") == 0);
 }
 

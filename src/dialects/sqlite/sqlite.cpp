@@ -13,7 +13,11 @@
 
 #include <ctime>
 
+#include <condition_variable>
+#include <filesystem>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 
@@ -43,11 +47,55 @@ void sql_now_ms(sqlite3_context* context, int, sqlite3_value**) {
     throw db_error(dialect_name, std::to_string(rc), what + ": " + msg);
 }
 
+// Writers of one process take turns in arrival order. SQLite's busy handler
+// sleeps and retries instead of queueing, so a thread writing in a tight loop
+// would otherwise win the write lock nearly every time and starve the
+// watchdog's renewals. (Writers in other processes still meet the busy handler.)
+class write_queue {
+public:
+    void lock() {
+        std::unique_lock l(mu_);
+        const std::uint64_t mine = next_++;
+        cv_.wait(l, [&] { return serving_ == mine; });
+    }
+    void unlock() {
+        {
+            std::lock_guard l(mu_);
+            ++serving_;
+        }
+        cv_.notify_all();
+    }
+
+private:
+    std::mutex mu_;
+    std::condition_variable cv_;
+    std::uint64_t next_ = 0, serving_ = 0;
+};
+
+// One queue per database file in this process, shared by every client of it.
+std::shared_ptr<write_queue> write_queue_for(const std::string& path) {
+    static std::mutex mu;
+    static std::map<std::string, std::weak_ptr<write_queue>> queues;
+    std::error_code ec;
+    auto canonical = std::filesystem::weakly_canonical(path, ec);
+    const std::string id = ec ? path : canonical.string();
+    std::lock_guard lock(mu);
+    auto q = queues[id].lock();
+    if (!q) {
+        q = std::make_shared<write_queue>();
+        queues[id] = q;
+    }
+    return q;
+}
+
 // A prepared statement borrowed from the session's cache; reset on scope exit
-// so that it never keeps a read transaction open.
+// so that it never keeps a read transaction open. A statement that writes
+// holds this process's turn at the write lock while it lives.
 class query {
 public:
-    query(sqlite3* db, sqlite3_stmt* st, std::atomic<std::uint64_t>* counter) : db_(db), st_(st) {
+    query(sqlite3* db, sqlite3_stmt* st, std::atomic<std::uint64_t>* counter, write_queue* writers)
+        : db_(db), st_(st) {
+        if (writers && !sqlite3_stmt_readonly(st)) turn_ = std::unique_lock(*writers);
         if (counter) ++*counter;
     }
     ~query() {
@@ -90,11 +138,13 @@ private:
     }
     sqlite3* db_;
     sqlite3_stmt* st_;
+    std::unique_lock<write_queue> turn_;  // released after the reset in ~query
 };
 
 class sqlite_session final : public session {
 public:
-    sqlite_session(const std::string& path, const dialect_context& ctx) : ctx_(ctx) {
+    sqlite_session(const std::string& path, const dialect_context& ctx, std::shared_ptr<write_queue> writers)
+        : ctx_(ctx), writers_(std::move(writers)) {
         int rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                                  nullptr);
         if (rc != SQLITE_OK) {
@@ -248,6 +298,7 @@ public:
     void migrate() override {
         // BEGIN IMMEDIATE takes the write lock first, so concurrent migrators
         // queue behind one another and each sees the version the last one left.
+        std::unique_lock turn(*writers_);
         exec("BEGIN IMMEDIATE");
         try {
             int current = schema_version();
@@ -290,7 +341,7 @@ private:
             if (rc != SQLITE_OK) fail(db_, rc, "preparing " + name);
             it = cache_.emplace(name, st).first;
         }
-        return query(db_, it->second, ctx_.statements);
+        return query(db_, it->second, ctx_.statements, writers_.get());
     }
 
     // Prepared statements refer to the schema; after a migration, prepare anew.
@@ -300,22 +351,25 @@ private:
     }
 
     const dialect_context& ctx_;
+    std::shared_ptr<write_queue> writers_;
     sqlite3* db_ = nullptr;
     std::map<std::string, sqlite3_stmt*> cache_;
 };
 
 class sqlite_dialect final : public dialect {
 public:
-    sqlite_dialect(std::string path, const dialect_context& ctx) : path_(std::move(path)), ctx_(ctx) {}
+    sqlite_dialect(std::string path, const dialect_context& ctx)
+        : path_(std::move(path)), ctx_(ctx), writers_(write_queue_for(path_)) {}
     std::string_view name() const override { return dialect_name; }
     bool supports_row_locks() const override { return false; }
     bool supports_notify() const override { return false; }
-    std::unique_ptr<session> connect() override { return std::make_unique<sqlite_session>(path_, ctx_); }
+    std::unique_ptr<session> connect() override { return std::make_unique<sqlite_session>(path_, ctx_, writers_); }
     std::unique_ptr<notifier> listen(const std::string&) override { return nullptr; }
 
 private:
     std::string path_;
     const dialect_context& ctx_;
+    std::shared_ptr<write_queue> writers_;
 };
 
 }  // namespace
