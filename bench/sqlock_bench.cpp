@@ -64,6 +64,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -76,6 +77,11 @@
 #include <vector>
 
 namespace {
+
+// The grant statements' queue parameters for an acquisition that is not fair
+// and holds no ticket (src/dialects/dialect.hpp).
+constexpr std::int64_t no_ticket = std::numeric_limits<std::int64_t>::max();
+constexpr std::int64_t not_fair = std::numeric_limits<std::int64_t>::min();
 
 using clock_type = std::chrono::steady_clock;
 using sqlock::mode;
@@ -350,18 +356,19 @@ public:
         const std::string& owner = owners_.next();
         pqxx::nontransaction tx(main_);
         ++raw_statements_;
-        auto granted = tx.exec_prepared("grant", key, owner, std::string(sqlock::to_string(m)), lease_ms, holder_, note_);
+        auto granted = tx.exec_prepared("grant", key, owner, std::string(sqlock::to_string(m)), lease_ms, holder_, note_,
+                                        no_ticket, not_fair);
         if (granted[0][0].is_null()) bench_failure("raw grant found '" + key + "' held");
         ++raw_statements_;
         auto released = tx.exec_prepared(m == mode::unique_insert ? "release_delete" : "release_clear", key, owner);
-        if (released.affected_rows() != 1) bench_failure("raw release did not find '" + key + "'");
+        if (released[0][0].as<std::int64_t>() != 1) bench_failure("raw release did not find '" + key + "'");
     }
 
     void raw_grant(const std::string& key, const std::string& owner, std::int64_t lease) override {
         pqxx::nontransaction tx(main_);
         ++raw_statements_;
         auto granted = tx.exec_prepared("grant", key, owner, std::string(sqlock::to_string(mode::conditional_update)),
-                                        lease, holder_, note_);
+                                        lease, holder_, note_, no_ticket, not_fair);
         if (granted[0][0].is_null()) bench_failure("raw grant found '" + key + "' held");
     }
 
@@ -381,7 +388,8 @@ public:
 
     void drop_tables() override {
         pqxx::nontransaction tx(main_);
-        tx.exec("DROP TABLE IF EXISTS " + prefix_ + "locks, " + prefix_ + "fences, " + prefix_ + "schema_version");
+        tx.exec("DROP TABLE IF EXISTS " + prefix_ + "locks, " + prefix_ + "fences, " + prefix_ + "waiters, " + prefix_ +
+                "schema_version");
     }
 
 private:
@@ -393,7 +401,7 @@ private:
             pqxx::work held(main_);
             ++raw_statements_;  // BEGIN
             ++raw_statements_;
-            auto row = held.exec_prepared("lock_row", key);
+            auto row = held.exec_prepared("lock_row", key, no_ticket, not_fair);
             if (row.empty()) {
                 ++raw_statements_;  // ROLLBACK
                 held.abort();
@@ -561,7 +569,7 @@ public:
 
     void drop_tables() override {
         main_.stmt->execute("DROP TABLE IF EXISTS " + prefix_ + "locks, " + prefix_ + "fences, " + prefix_ +
-                            "schema_version");
+                            "waiters, " + prefix_ + "schema_version");
     }
 
 private:
@@ -578,10 +586,15 @@ private:
         auto& lock = ps(main_, "grant_lock");
         lock.setString(1, owner);
         lock.setString(2, key);
+        lock.setInt64(3, not_fair);
+        lock.setInt64(4, not_fair);
+        lock.setInt64(5, no_ticket);
+        lock.setString(6, key);
         ++raw_statements_;
         std::unique_ptr<sql::ResultSet> rs(lock.executeQuery());
-        if (rs->next()) {
-            if (!rs->getBoolean(1)) bench_failure("raw grant_lock found '" + key + "' held");
+        rs->next();  // one row: present, free, remaining, waiter ahead
+        if (rs->getBoolean(1)) {
+            if (!rs->getBoolean(2) || rs->getBoolean(4)) bench_failure("raw grant_lock found '" + key + "' held");
             auto& update = ps(main_, "grant_update");
             update.setString(1, owner);
             update.setString(2, sqlock::to_string(m));
@@ -621,6 +634,7 @@ private:
         std::unique_ptr<sql::PreparedStatement> setup(c.conn->prepareStatement(sql.get("session_setup")));
         setup->setInt(1, 1);
         setup->setDouble(2, 10.0);
+        setup->setInt(3, 10);
         setup->execute();
         c.stmt->execute(sql.get("session_isolation"));
         return c;
@@ -651,6 +665,10 @@ private:
             exec(main_, "START TRANSACTION");
             auto& lock = ps(main_, "lock_row");
             lock.setString(1, key);
+            lock.setInt64(2, not_fair);
+            lock.setInt64(3, not_fair);
+            lock.setInt64(4, no_ticket);
+            lock.setString(5, key);
             ++raw_statements_;
             std::unique_ptr<sql::ResultSet> rs(lock.executeQuery());
             if (!rs->next()) {
@@ -752,6 +770,8 @@ public:
         sqlite3_bind_int64(grant, 4, lease_ms);
         bind(grant, 5, holder_);
         bind(grant, 6, note_);
+        sqlite3_bind_int64(grant, 7, no_ticket);
+        sqlite3_bind_int64(grant, 8, not_fair);
         ++raw_statements_;
         if (sqlite3_step(grant) != SQLITE_ROW) fail("raw grant did not return a token for '" + key + "'");
         while (sqlite3_step(grant) == SQLITE_ROW) {
@@ -778,6 +798,8 @@ public:
         sqlite3_bind_int64(grant, 4, lease);
         bind(grant, 5, holder_);
         bind(grant, 6, note_);
+        sqlite3_bind_int64(grant, 7, no_ticket);
+        sqlite3_bind_int64(grant, 8, not_fair);
         ++raw_statements_;
         if (sqlite3_step(grant) != SQLITE_ROW) fail("raw grant did not return a token for '" + key + "'");
         while (sqlite3_step(grant) == SQLITE_ROW) {
@@ -806,7 +828,8 @@ public:
     void drop_tables() override {
         for (auto& [name, st] : statements_) sqlite3_finalize(st);
         statements_.clear();
-        for (const char* table : {"locks", "fences", "schema_version"}) exec("DROP TABLE IF EXISTS " + prefix_ + table);
+        for (const char* table : {"locks", "fences", "waiters", "schema_version"})
+            exec("DROP TABLE IF EXISTS " + prefix_ + table);
     }
 
 private:

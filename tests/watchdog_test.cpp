@@ -58,6 +58,18 @@ TEST_CASE_TEMPLATE("the watchdog keeps a lease alive past its length", Db, ALL_B
     CHECK(holder.stats().leases_lost == 0);
 }
 
+TEST_CASE_TEMPLATE("a lease is renewed about every third of its length, not more", Db, ALL_BACKENDS) {
+    Db db;
+    auto c = db.open_quiet();
+    auto l = c.try_acquire("k", {.lease = 3s});
+    REQUIRE(l);
+    std::this_thread::sleep_for(2500ms);  // due at 1 s and 2 s
+    const auto renewals = c.stats().renewals;
+    CHECK(renewals >= 1);
+    CHECK(renewals <= 3);
+    CHECK_FALSE(l->lost());
+}
+
 TEST_CASE_TEMPLATE("a fixed lease runs out and is reported lost once", Db, ALL_BACKENDS) {
     Db db;
     auto holder = db.open();

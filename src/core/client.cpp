@@ -383,7 +383,9 @@ void client_impl::notify_release() {
 void client_impl::mark_lost(grant& g) {
     if (g.lost.exchange(true)) return;
     ++leases_lost;
-    log_->warn("lease on '{}' (token {}) is lost", g.key, g.token);
+    // A fixed lease running out is what its owner asked for; anything else is news.
+    log_->log(g.auto_renew ? spdlog::level::warn : spdlog::level::info, "lease on '{}' (token {}) is lost", g.key,
+              g.token);
     g.stop.request_stop();
     if (g.on_lost) {
         // Run by the watchdog thread, outside every sqlock mutex. The queue
@@ -403,18 +405,34 @@ static bool released(grant& g) {
     return g.released;
 }
 
+// What one round renews: nothing unless something is due now; then, with it,
+// everything that would fall due before the next round could come (the
+// shortest interval held). So renewals are never late, at most one interval
+// early, and leases of equal length end up renewed together, one statement
+// per batch. Lowers `next` to the earliest due time left.
+template <class T, class Due, class Interval>
+static std::vector<std::shared_ptr<T>> pick_due(const std::vector<std::shared_ptr<T>>& items, std::int64_t now,
+                                                std::int64_t& next, Due due_of, Interval interval_of) {
+    bool any_due = false;
+    std::int64_t gap = std::numeric_limits<std::int64_t>::max();
+    for (auto& x : items) {
+        any_due = any_due || due_of(*x) <= now;
+        gap = std::min(gap, interval_of(*x));
+    }
+    std::vector<std::shared_ptr<T>> out;
+    for (auto& x : items) {
+        const std::int64_t due = due_of(*x);
+        if (any_due && due - now < gap) out.push_back(x);
+        else next = std::min(next, due);
+    }
+    return out;
+}
+
 std::int64_t client_impl::background_round(std::vector<std::shared_ptr<grant>>& leases,
                                           std::vector<std::shared_ptr<waiter>>& waiters) {
     const std::int64_t now = steady_now_ns();
     std::int64_t next = now + 1'000'000'000;  // look around at least once a second
-    std::vector<std::shared_ptr<grant>> batch, pings;
-    // The gap to the next round is the shortest renewal interval held. A
-    // lease is renewed in this round if it would fall due before the next
-    // one: never late, at most one gap early, and leases of equal length
-    // end up renewed together, one statement per batch.
-    std::int64_t gap = std::numeric_limits<std::int64_t>::max();
-    for (auto& g : leases)
-        if (g->auto_renew && !g->lost.load()) gap = std::min(gap, g->interval_ns);
+    std::vector<std::shared_ptr<grant>> renewable;
     for (auto& g : leases) {
         if (g->lost.load()) continue;
         const std::int64_t deadline = g->deadline_ns.load();
@@ -423,11 +441,12 @@ std::int64_t client_impl::background_round(std::vector<std::shared_ptr<grant>>& 
             continue;
         }
         next = std::min(next, deadline);
-        if (!g->auto_renew || now >= g->hold_until_ns) continue;
-        const std::int64_t due = g->next_renew_ns.load();
-        if (due <= now || due - now < gap) (g->mode == mode::select_for_update ? pings : batch).push_back(g);
-        else next = std::min(next, due);
+        if (g->auto_renew && now < g->hold_until_ns) renewable.push_back(g);
     }
+    std::vector<std::shared_ptr<grant>> batch, pings;
+    for (auto& g : pick_due(renewable, now, next, [](const grant& x) { return x.next_renew_ns.load(); },
+                            [](const grant& x) { return x.interval_ns; }))
+        (g->mode == mode::select_for_update ? pings : batch).push_back(g);
     const std::size_t size = std::max<std::size_t>(options_.renew_batch_size, 1);
     for (std::size_t i = 0; i < batch.size(); i += size) {
         std::vector<std::shared_ptr<grant>> chunk(batch.begin() + static_cast<std::ptrdiff_t>(i),
@@ -441,15 +460,11 @@ std::int64_t client_impl::background_round(std::vector<std::shared_ptr<grant>>& 
     if (!batch.empty() || !pings.empty()) ++watchdog_ticks;
 
     // Waiter rows are heartbeated the same way, in batches of their own.
-    std::int64_t waiter_gap = std::numeric_limits<std::int64_t>::max();
-    for (auto& w : waiters) waiter_gap = std::min(waiter_gap, w->interval_ns);
-    std::vector<std::shared_ptr<waiter>> beats;
-    for (auto& w : waiters) {
-        if (w->gone.load()) continue;
-        const std::int64_t due = w->next_beat_ns.load();
-        if (due <= now || due - now < waiter_gap) beats.push_back(w);
-        else next = std::min(next, due);
-    }
+    std::vector<std::shared_ptr<waiter>> queued;
+    for (auto& w : waiters)
+        if (!w->gone.load()) queued.push_back(w);
+    auto beats = pick_due(queued, now, next, [](const waiter& x) { return x.next_beat_ns.load(); },
+                          [](const waiter& x) { return x.interval_ns; });
     for (std::size_t i = 0; i < beats.size(); i += size) {
         std::vector<std::shared_ptr<waiter>> chunk(beats.begin() + static_cast<std::ptrdiff_t>(i),
                                                    beats.begin() + static_cast<std::ptrdiff_t>(std::min(i + size, beats.size())));

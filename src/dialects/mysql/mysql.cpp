@@ -87,6 +87,7 @@ public:
             auto& setup = prepared("session_setup");
             setup.setInt(1, seconds_up(ctx.options.row_lock_timeout));
             setup.setDouble(2, static_cast<double>(ctx.options.statement_timeout.count()) / 1000.0);
+            setup.setInt(3, seconds_up(ctx.options.statement_timeout));
             count();
             setup.execute();
             exec(ctx_.sql->get("session_isolation"));

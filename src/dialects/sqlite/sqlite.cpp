@@ -168,6 +168,17 @@ public:
     }
 
     grant_result grant(const grant_request& r) override {
+        try {
+            return grant_once(r);
+        } catch (const db_error& e) {
+            // The busy timeout ran out: another writer kept the database
+            // (perhaps a frozen process). For the caller that is contention.
+            if (!e.code().empty() && (std::stoi(e.code()) & 0xff) == SQLITE_BUSY) return {};
+            throw;
+        }
+    }
+
+    grant_result grant_once(const grant_request& r) {
         grant_result out;
         {
             auto q = prepare("grant");
