@@ -23,8 +23,16 @@ child::child(const std::vector<std::string>& argv, const std::vector<std::string
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
+    // Our environment, with the given entries replacing ours of the same name
+    // (getenv() would return the first of two).
     std::vector<std::string> env_strings;
-    for (char** e = environ; *e; ++e) env_strings.emplace_back(*e);
+    auto name_of = [](const std::string& entry) { return entry.substr(0, entry.find('=') + 1); };
+    for (char** e = environ; *e; ++e) {
+        const std::string entry = *e;
+        bool replaced = false;
+        for (const auto& mine : env) replaced = replaced || name_of(mine) == name_of(entry);
+        if (!replaced) env_strings.push_back(entry);
+    }
     for (const auto& e : env) env_strings.push_back(e);
     std::vector<char*> envp, args;
     for (auto& e : env_strings) envp.push_back(e.data());
