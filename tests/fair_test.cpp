@@ -1,6 +1,7 @@
 // Fair queuing: the waiter table, priorities, crashed waiters, wake-ups.
 
 #include "support/doctest_types.hpp"
+#include "support/helpers.hpp"
 #include "support/process.hpp"
 
 #include <sqlock/sqlock.hpp>
@@ -24,24 +25,7 @@ std::int64_t waiting(const test::backend_base& db, test::raw_connection& raw, co
     return raw.scalar("SELECT COUNT(*) FROM " + db.table("waiters") + " WHERE lock_key = '" + key + "'");
 }
 
-template <class Pred>
-bool eventually(Pred pred, std::chrono::milliseconds timeout = 15s) {
-    auto until = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < until) {
-        if (pred()) return true;
-        std::this_thread::sleep_for(10ms);
-    }
-    return pred();
-}
 
-struct scratch_dir {
-    std::filesystem::path path = std::filesystem::temp_directory_path() / ("sqlock-fair-" + test::random_hex(10));
-    scratch_dir() { std::filesystem::create_directories(path); }
-    ~scratch_dir() {
-        std::error_code ec;
-        std::filesystem::remove_all(path, ec);
-    }
-};
 
 std::vector<std::string> lines_of(const std::filesystem::path& file) {
     std::vector<std::string> out;
@@ -57,7 +41,7 @@ test::child enqueue_worker(const test::backend_base& db, test::raw_connection& r
     const auto before = waiting(db, raw, key);
     test::child c({test::worker_path(), "fair", db.url(), db.prefix, key, std::to_string(priority),
                    std::to_string(lease_ms), id, file.string()});
-    REQUIRE(eventually([&] { return waiting(db, raw, key) == before + 1; }));
+    REQUIRE(test::eventually([&] { return waiting(db, raw, key) == before + 1; }));
     return c;
 }
 
@@ -68,7 +52,7 @@ TEST_SUITE("fair") {
 TEST_CASE_TEMPLATE("sixteen waiters in four or more processes are granted in arrival order", Db, ALL_BACKENDS) {
     Db db;
     auto raw = db.raw();
-    scratch_dir dir;
+    test::temp_dir dir;
     const auto file = dir.path / "order";
     auto holder = db.open();
     auto held = holder.try_acquire("queue");
@@ -87,7 +71,7 @@ TEST_CASE_TEMPLATE("sixteen waiters in four or more processes are granted in arr
 TEST_CASE_TEMPLATE("a higher priority is served first and equal priorities stay in order", Db, ALL_BACKENDS) {
     Db db;
     auto raw = db.raw();
-    scratch_dir dir;
+    test::temp_dir dir;
     const auto file = dir.path / "order";
     auto holder = db.open();
     auto held = holder.try_acquire("prio");
@@ -106,7 +90,7 @@ TEST_CASE_TEMPLATE("a higher priority is served first and equal priorities stay 
 TEST_CASE_TEMPLATE("a waiter killed with kill -9 is skipped once its row expires", Db, ALL_BACKENDS) {
     Db db;
     auto raw = db.raw();
-    scratch_dir dir;
+    test::temp_dir dir;
     const auto file = dir.path / "order";
     auto holder = db.open();
     auto held = holder.try_acquire("crash");
@@ -128,7 +112,7 @@ TEST_CASE_TEMPLATE("a waiter killed with kill -9 is skipped once its row expires
 TEST_CASE_TEMPLATE("an acquisition that is not fair does not pass a live fair waiter", Db, ALL_BACKENDS) {
     Db db;
     auto raw = db.raw();
-    scratch_dir dir;
+    test::temp_dir dir;
     auto holder = db.open();
     auto barger = db.open();
     auto held = holder.try_acquire("nobarge");
@@ -163,7 +147,7 @@ TEST_CASE_TEMPLATE("a waiter that times out or is cancelled leaves no row behind
 
     std::stop_source cancel;
     std::thread canceller([&] {
-        REQUIRE(eventually([&] { return waiting(db, *raw, "k") == 1; }));
+        REQUIRE(test::eventually([&] { return waiting(db, *raw, "k") == 1; }));
         cancel.request_stop();
     });
     CHECK_THROWS_AS(waiter.acquire("k", 30s, {.fair = true, .cancel = cancel.get_token()}), sqlock::cancelled_error);
@@ -175,7 +159,7 @@ TEST_CASE_TEMPLATE("a waiter that times out or is cancelled leaves no row behind
 TEST_CASE_TEMPLATE("a thousand fair cycles with churn finish without a stall", Db, ALL_BACKENDS) {
     Db db;
     auto raw = db.raw();
-    scratch_dir dir;
+    test::temp_dir dir;
     std::vector<sqlock::client> clients;
     for (int i = 0; i < 3; ++i) clients.push_back(db.open());
     std::atomic<int> granted{0}, timed_out{0};
@@ -231,9 +215,9 @@ TEST_CASE_TEMPLATE("PostgreSQL wakes the head waiter's client, not every waiting
     REQUIRE(held);
     std::optional<sqlock::lease> got_first;
     std::thread t1([&] { got_first.emplace(first.acquire("notify", 30s, {.fair = true})); });
-    REQUIRE(eventually([&] { return waiting(db, *raw, "notify") == 1; }));
+    REQUIRE(test::eventually([&] { return waiting(db, *raw, "notify") == 1; }));
     std::thread t2([&] { (void)second.acquire("notify", 30s, {.fair = true}); });
-    REQUIRE(eventually([&] { return waiting(db, *raw, "notify") == 2; }));
+    REQUIRE(test::eventually([&] { return waiting(db, *raw, "notify") == 2; }));
     std::this_thread::sleep_for(300ms);  // both are asleep now (the lease has 60 s left)
     const auto first_wakeups = first.stats().wakeups;
     const auto second_wakeups = second.stats().wakeups;
@@ -243,7 +227,7 @@ TEST_CASE_TEMPLATE("PostgreSQL wakes the head waiter's client, not every waiting
     CHECK(second.stats().wakeups == second_wakeups);    // not the second waiter's client
     got_first->release();  // now the second is at the head: its client gets the NOTIFY
     t2.join();
-    CHECK(eventually([&] { return second.stats().wakeups == second_wakeups + 1; }));
+    CHECK(test::eventually([&] { return second.stats().wakeups == second_wakeups + 1; }));
 }
 
 }  // TEST_SUITE

@@ -3,6 +3,7 @@
 // (scripts/test-servers.sh), so ctest runs them under the server's resource lock.
 
 #include "support/doctest_types.hpp"
+#include "support/helpers.hpp"
 
 #include <sqlock/sqlock.hpp>
 
@@ -22,17 +23,6 @@ constexpr sqlock::mode lease_modes_then_row_lock[] = {
     // that row would be gone when the server comes back.
     sqlock::mode::unique_insert};
 
-// Starts the server again when the test leaves, whatever happened, so that a
-// failing test does not take the following ones down with it.
-struct server_comes_back {
-    std::string name;
-    ~server_comes_back() {
-        try {
-            test::servers("start-one " + name);
-        } catch (...) {
-        }
-    }
-};
 
 // Waits (bounded, about 10 s) until `sql` returns `value`. Polls more slowly
 // than every 100 ms: MariaDB serves information_schema.innodb_trx from a cache
@@ -52,7 +42,7 @@ TEST_SUITE("fault") {
 
 TEST_CASE_TEMPLATE("fencing tokens keep growing across a server crash and restart", Db, SERVER_BACKENDS) {
     Db db;
-    server_comes_back guard{db.name()};
+    test::server_comes_back guard{db.name()};
     auto a = db.open();
     const std::string key = "fault/restart";
 
@@ -95,7 +85,7 @@ TEST_CASE_TEMPLATE(
     "a select_for_update lease held across a server restart is lost and its key is taken with a larger token", Db,
     SERVER_BACKENDS) {
     Db db;
-    server_comes_back guard{db.name()};
+    test::server_comes_back guard{db.name()};
     auto a = db.open();
     const std::string key = "fault/held-across-restart";
     constexpr auto sfu = sqlock::mode::select_for_update;
@@ -122,7 +112,7 @@ TEST_CASE_TEMPLATE(
 TEST_CASE_TEMPLATE("a stopped server gives connection errors, never a hang, and the client recovers when it is back",
                    Db, SERVER_BACKENDS) {
     Db db;
-    server_comes_back guard{db.name()};
+    test::server_comes_back guard{db.name()};
     sqlock::client_options o = db.options();
     o.connect_timeout = 2s;
     o.statement_timeout = 3s;

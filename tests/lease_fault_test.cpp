@@ -5,6 +5,7 @@
 // server's resource lock); the "process" suite only uses worker processes.
 
 #include "support/doctest_types.hpp"
+#include "support/helpers.hpp"
 #include "support/process.hpp"
 
 #include <sqlock/sqlock.hpp>
@@ -30,32 +31,8 @@ namespace {
 
 constexpr mode lease_modes[] = {mode::unique_insert, mode::conditional_update};
 
-// A private directory under the system temp dir, removed at scope exit.
-struct temp_dir {
-    std::filesystem::path path =
-        std::filesystem::temp_directory_path() / ("sqlock-lease-fault-" + test::random_hex(12));
-    temp_dir() { std::filesystem::create_directories(path); }
-    ~temp_dir() {
-        std::error_code ec;
-        std::filesystem::remove_all(path, ec);
-    }
-    temp_dir(const temp_dir&) = delete;
-    temp_dir& operator=(const temp_dir&) = delete;
-};
 
-// Starts the server again when the test leaves, whatever happened, so that a
-// failing test does not take the following ones down with it.
-struct server_comes_back {
-    std::string name;
-    ~server_comes_back() {
-        try {
-            test::servers("start-one " + name);
-        } catch (...) {
-        }
-    }
-};
 
-std::string line_or_eof(std::optional<std::string> line) { return line ? *line : std::string("<eof or timeout>"); }
 
 // The integer after `prefix` in `line` ("token 17" -> 17); -1 when absent.
 std::int64_t number_after(const std::string& line, const std::string& prefix) {
@@ -68,15 +45,6 @@ std::int64_t number_after(const std::string& line, const std::string& prefix) {
 }
 
 // Polls until pred() or the timeout; returns pred().
-template <class Pred>
-bool eventually(Pred pred, std::chrono::milliseconds timeout = 10s) {
-    auto until = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < until) {
-        if (pred()) return true;
-        std::this_thread::sleep_for(10ms);
-    }
-    return pred();
-}
 
 // True once the process is in the stopped state ('T' in /proc/PID/stat).
 bool is_stopped(pid_t pid) {
@@ -157,7 +125,7 @@ struct victim {
         }
         if (!ids.empty()) {
             const std::string alive = alive_sql + list + ")";
-            CHECK(eventually([&] { return raw.scalar(alive) == 0; }));
+            CHECK(test::eventually([&] { return raw.scalar(alive) == 0; }));
         }
         return ids.size();
     }
@@ -181,11 +149,11 @@ void check_frozen_holder(mode m) {
     const std::string key = std::string("lease-fault/frozen/") + sqlock::to_string(m);
 
     test::child holder({test::worker_path(), "frozen", db.url(), db.prefix, key, sqlock::to_string(m), "1500"});
-    const std::string first = line_or_eof(holder.read_line(30s));
+    const std::string first = test::line_or_eof(holder.read_line(30s));
     const std::int64_t old_token = number_after(first, "token ");
     REQUIRE_MESSAGE(old_token > 0, first);
     holder.signal(SIGSTOP);
-    REQUIRE(eventually([&] { return is_stopped(holder.pid()); }, 5s));
+    REQUIRE(test::eventually([&] { return is_stopped(holder.pid()); }, 5s));
     if (db.name() == "sqlite") {
         // A process frozen inside a write statement keeps SQLite's write lock,
         // which blocks every writer of the file (no server can end it). The
@@ -202,8 +170,8 @@ void check_frozen_holder(mode m) {
     CHECK(mine.token() > old_token);
 
     holder.signal(SIGCONT);
-    CHECK(line_or_eof(holder.read_line(30s)) == "check threw");
-    CHECK(line_or_eof(holder.read_line(30s)) == "renew 0");
+    CHECK(test::line_or_eof(holder.read_line(30s)) == "check threw");
+    CHECK(test::line_or_eof(holder.read_line(30s)) == "renew 0");
     CHECK(holder.wait(30s) == 0);
 
     // Waking up (and exiting, which releases its lease) did nothing to ours.
@@ -276,9 +244,9 @@ TEST_CASE_TEMPLATE("a process frozen in the middle of acquiring does not keep th
     const std::string key = "lease-fault/frozen-while-acquiring";
 
     test::child looper({test::worker_path(), "grant-loop", db.url(), db.prefix, key, "1000"});
-    REQUIRE(line_or_eof(looper.read_line(30s)) == "looping");
+    REQUIRE(test::line_or_eof(looper.read_line(30s)) == "looping");
     looper.signal(SIGSTOP);
-    REQUIRE(eventually([&] { return is_stopped(looper.pid()); }, 5s));
+    REQUIRE(test::eventually([&] { return is_stopped(looper.pid()); }, 5s));
     if (db.name() == "mysql") {
         // A grant here is a transaction of several statements: freeze the
         // looper inside one, holding the key's row lock. (PostgreSQL grants
@@ -296,7 +264,7 @@ TEST_CASE_TEMPLATE("a process frozen in the middle of acquiring does not keep th
                 looper.signal(SIGCONT);
                 std::this_thread::sleep_for(std::chrono::milliseconds(1 + attempt % 7));
                 looper.signal(SIGSTOP);
-                REQUIRE(eventually([&] { return is_stopped(looper.pid()); }, 5s));
+                REQUIRE(test::eventually([&] { return is_stopped(looper.pid()); }, 5s));
             }
         }
         REQUIRE_MESSAGE(caught, "never froze the looper inside a grant transaction");
@@ -315,7 +283,7 @@ TEST_CASE_TEMPLATE("sweepers in four processes delete only expired rows while le
     constexpr int iterations = 100;
     constexpr int junk_per_iteration = 3;  // see `churn` in worker.cpp
     Db db;
-    temp_dir dir;
+    test::temp_dir dir;
     const std::string file = (dir.path / "counter").string();
     { std::ofstream(file) << 0 << "\n"; }
     const std::string key = "lease-fault/churn";
@@ -326,8 +294,8 @@ TEST_CASE_TEMPLATE("sweepers in four processes delete only expired rows while le
                                                        std::to_string(iterations), file});
     std::int64_t swept = 0;
     for (auto& c : children) {
-        CHECK(line_or_eof(c.read_line(120s)) == "done " + std::to_string(iterations));
-        const std::string line = line_or_eof(c.read_line(30s));
+        CHECK(test::line_or_eof(c.read_line(120s)) == "done " + std::to_string(iterations));
+        const std::string line = test::line_or_eof(c.read_line(30s));
         const std::int64_t n = number_after(line, "swept ");
         CHECK_MESSAGE(n >= 0, line);
         swept += n;
@@ -337,26 +305,8 @@ TEST_CASE_TEMPLATE("sweepers in four processes delete only expired rows while le
 
     // A sweeper that deleted a live row would have let two holders overlap
     // and lose an update.
-    long count = -1;
-    {
-        std::ifstream in(file);
-        in >> count;
-    }
+    const auto [count, tokens, owners] = test::read_counter_history(file);
     CHECK(count == workers * iterations);
-    std::vector<std::int64_t> tokens;
-    std::set<std::string> owners;
-    {
-        std::ifstream in(file + ".tokens");
-        std::string line;
-        while (std::getline(in, line)) {
-            std::istringstream fields(line);
-            std::int64_t token = 0;
-            std::string owner;
-            fields >> token >> owner;
-            tokens.push_back(token);
-            owners.insert(owner);
-        }
-    }
     REQUIRE(tokens.size() == static_cast<std::size_t>(workers * iterations));
     CHECK(owners.size() == tokens.size());
     CHECK(tokens.front() > 0);
@@ -418,12 +368,12 @@ TEST_CASE_TEMPLATE("the watchdog reports a select_for_update lease lost soon aft
                                          .lease = 10s,
                                          .on_lost = [&](const std::string&, std::int64_t) { ++lost_calls; }});
     REQUIRE(held);
-    REQUIRE(eventually([&] { return holder.stats().renewals >= 1; }, 5s));  // pinged while alive
+    REQUIRE(test::eventually([&] { return holder.stats().renewals >= 1; }, 5s));  // pinged while alive
     const auto stop = held->stop_token();
 
     REQUIRE(v.kill_all(*raw) >= 1);
     // No renew() call: the watchdog alone notices, well before the deadline.
-    REQUIRE(eventually([&] { return lost_calls.load() == 1; }, 5s));
+    REQUIRE(test::eventually([&] { return lost_calls.load() == 1; }, 5s));
     CHECK(held->lost());
     CHECK(stop.stop_requested());
     CHECK(holder.stats().leases_lost == 1);
@@ -436,7 +386,7 @@ TEST_CASE_TEMPLATE("the watchdog reports a select_for_update lease lost soon aft
 
 TEST_CASE_TEMPLATE("leases held across a server restart stay held and keep being renewed", Db, SERVER_BACKENDS) {
     Db db;
-    server_comes_back guard{db.name()};
+    test::server_comes_back guard{db.name()};
     sqlock::client_options o = db.options();
     o.connect_timeout = 2s;
     o.statement_timeout = 3s;
@@ -452,7 +402,7 @@ TEST_CASE_TEMPLATE("leases held across a server restart stay held and keep being
 
     // Two more renewals of each lease after the restart, on new connections.
     const std::uint64_t after_restart = holder.stats().renewals;
-    CHECK(eventually([&] { return holder.stats().renewals >= after_restart + 2 * held.size(); }, 10s));
+    CHECK(test::eventually([&] { return holder.stats().renewals >= after_restart + 2 * held.size(); }, 10s));
     for (auto& l : held) {
         CAPTURE(l.key());
         CHECK_FALSE(l.lost());
@@ -470,7 +420,7 @@ TEST_CASE_TEMPLATE(
     "database expiry",
     Db, SERVER_BACKENDS) {
     Db db;
-    server_comes_back guard{db.name()};
+    test::server_comes_back guard{db.name()};
     sqlock::client_options o = db.options();
     o.connect_timeout = 2s;
     o.statement_timeout = 3s;
@@ -488,7 +438,7 @@ TEST_CASE_TEMPLATE(
     test::servers("stop-one " + db.name());
     const auto stopped = std::chrono::steady_clock::now();
     // At the local deadline, without the database: it is still down.
-    CHECK(eventually([&] { return lost_calls.load() == static_cast<int>(held.size()); }, 3500ms));
+    CHECK(test::eventually([&] { return lost_calls.load() == static_cast<int>(held.size()); }, 3500ms));
     for (auto& l : held) {
         CAPTURE(l.key());
         CHECK(l.lost());

@@ -3,6 +3,7 @@
 // expiry are proved across processes, with killed holders and skewed clocks.
 
 #include "support/doctest_types.hpp"
+#include "support/helpers.hpp"
 #include "support/process.hpp"
 
 #include <sqlock/sqlock.hpp>
@@ -23,19 +24,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// A private directory under the system temp dir, removed at scope exit.
-struct temp_dir {
-    std::filesystem::path path = std::filesystem::temp_directory_path() / ("sqlock-process-" + test::random_hex(12));
-    temp_dir() { std::filesystem::create_directories(path); }
-    ~temp_dir() {
-        std::error_code ec;
-        std::filesystem::remove_all(path, ec);
-    }
-    temp_dir(const temp_dir&) = delete;
-    temp_dir& operator=(const temp_dir&) = delete;
-};
 
-std::string line_or_eof(std::optional<std::string> line) { return line ? *line : std::string("<eof or timeout>"); }
 
 bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
 
@@ -69,7 +58,7 @@ void check_counter_race(sqlock::mode m) {
     constexpr int workers = 4;
     constexpr int iterations = 200;
     Db db;
-    temp_dir dir;
+    test::temp_dir dir;
     const std::string file = (dir.path / "counter").string();
     { std::ofstream(file) << 0 << "\n"; }
     const std::string key = "process/counter";
@@ -79,31 +68,13 @@ void check_counter_race(sqlock::mode m) {
         children.emplace_back(std::vector<std::string>{test::worker_path(), "counter", db.url(), db.prefix, key,
                                                        sqlock::to_string(m), std::to_string(iterations), file});
     for (auto& c : children) {
-        CHECK(line_or_eof(c.read_line(120s)) == "done " + std::to_string(iterations));
+        CHECK(test::line_or_eof(c.read_line(120s)) == "done " + std::to_string(iterations));
         CHECK(c.wait() == 0);
     }
 
-    long count = -1;
-    {
-        std::ifstream in(file);
-        in >> count;
-    }
+    const auto [count, tokens, owners] = test::read_counter_history(file);
     CHECK(count == workers * iterations);
 
-    std::vector<std::int64_t> tokens;
-    std::set<std::string> owners;
-    {
-        std::ifstream in(file + ".tokens");
-        std::string line;
-        while (std::getline(in, line)) {
-            std::istringstream fields(line);
-            std::int64_t token = 0;
-            std::string owner;
-            fields >> token >> owner;
-            tokens.push_back(token);
-            owners.insert(owner);
-        }
-    }
     REQUIRE(tokens.size() == static_cast<std::size_t>(workers * iterations));
     CHECK(owners.size() == tokens.size());  // a fresh random owner per grant
     CHECK(tokens.front() > 0);
@@ -127,7 +98,7 @@ void check_killed_lease_holder(sqlock::mode m) {
     const std::string key = std::string("process/killed/") + sqlock::to_string(m);
 
     test::child holder({test::worker_path(), "hold", db.url(), db.prefix, key, sqlock::to_string(m), "1500"});
-    const std::string first = line_or_eof(holder.read_line(30s));
+    const std::string first = test::line_or_eof(holder.read_line(30s));
     const std::int64_t old_token = number_after(first, "token ");
     REQUIRE_MESSAGE(old_token > 0, first);
 
@@ -207,7 +178,7 @@ TEST_CASE_TEMPLATE("a select_for_update holder killed with SIGKILL frees the key
     constexpr auto sfu = sqlock::mode::select_for_update;
 
     test::child holder({test::worker_path(), "hold", db.url(), db.prefix, key, "select_for_update", "1500"});
-    const std::string first = line_or_eof(holder.read_line(30s));
+    const std::string first = test::line_or_eof(holder.read_line(30s));
     const std::int64_t old_token = number_after(first, "token ");
     REQUIRE_MESSAGE(old_token > 0, first);
 
@@ -262,10 +233,10 @@ TEST_CASE_TEMPLATE("a client whose wall clock is an hour off sees the same lease
         std::vector<std::string> seen;
 
         // An hour ahead, a wall-clock comparison would call our 30 s lease expired.
-        seen.push_back(line_or_eof(child.read_line(30s)));
+        seen.push_back(test::line_or_eof(child.read_line(30s)));
         CHECK(seen.back() == "try busy");
 
-        seen.push_back(line_or_eof(child.read_line(30s)));
+        seen.push_back(test::line_or_eof(child.read_line(30s)));
         const std::int64_t child_token = number_after(seen.back(), "child-holds ");
         REQUIRE_MESSAGE(child_token > 0, seen.back());
         // An hour behind, a wall-clock expiry would already be in the past.
@@ -275,9 +246,9 @@ TEST_CASE_TEMPLATE("a client whose wall clock is an hour off sees the same lease
         CHECK(taken.token() > child_token);
         taken.release();
 
-        seen.push_back(line_or_eof(child.read_line(30s)));
+        seen.push_back(test::line_or_eof(child.read_line(30s)));
         CHECK(seen.back() == "lost 1");
-        seen.push_back(line_or_eof(child.read_line(30s)));
+        seen.push_back(test::line_or_eof(child.read_line(30s)));
         CHECK(seen.back() == "renew 0");
         CHECK(child.wait() == 0);
 
@@ -307,7 +278,7 @@ TEST_CASE_TEMPLATE("four processes migrating a new prefix at once all succeed", 
         for (int i = 0; i < 4; ++i)
             children.emplace_back(std::vector<std::string>{test::worker_path(), "migrate", db.url(), prefix});
         for (auto& c : children) {
-            CHECK(line_or_eof(c.read_line(60s)) == "version " + std::to_string(required));
+            CHECK(test::line_or_eof(c.read_line(60s)) == "version " + std::to_string(required));
             CHECK(c.wait() == 0);
         }
 

@@ -1,6 +1,7 @@
 // The watchdog: automatic, batched renewal; loss rules and signals; the sweeper.
 
 #include "support/doctest_types.hpp"
+#include "support/helpers.hpp"
 
 #include <sqlock/sqlock.hpp>
 
@@ -24,16 +25,6 @@ std::vector<mode> lease_modes_of(const test::backend_base& db) {
     return m;
 }
 
-// Polls until pred() or the timeout; returns pred().
-template <class Pred>
-bool eventually(Pred pred, std::chrono::milliseconds timeout = 10s) {
-    auto until = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < until) {
-        if (pred()) return true;
-        std::this_thread::sleep_for(10ms);
-    }
-    return pred();
-}
 
 }  // namespace
 
@@ -86,7 +77,7 @@ TEST_CASE_TEMPLATE("a fixed lease runs out and is reported lost once", Db, ALL_B
     REQUIRE(l);
     auto stop = l->stop_token();
     CHECK_FALSE(stop.stop_requested());
-    REQUIRE(eventually([&] { return calls.load() == 1; }));
+    REQUIRE(test::eventually([&] { return calls.load() == 1; }));
     CHECK(l->lost());
     CHECK(stop.stop_requested());
     CHECK(callback_thread != std::this_thread::get_id());  // the watchdog thread
@@ -105,7 +96,7 @@ TEST_CASE_TEMPLATE("the renewal interval is configurable", Db, ALL_BACKENDS) {
                                  .on_renewed = [&](const std::string&, std::int64_t) { ++renewed; }});
     REQUIRE(l);
     // With the default (a third of 10 s) nothing would renew within a second.
-    CHECK(eventually([&] { return renewed.load() >= 4; }, 5s));
+    CHECK(test::eventually([&] { return renewed.load() >= 4; }, 5s));
     CHECK(c.stats().renewals >= 4);
 }
 
@@ -118,7 +109,7 @@ TEST_CASE_TEMPLATE("max_hold stops renewal and the lease then runs out", Db, ALL
                                       .max_hold = 500ms,
                                       .on_lost = [&](const std::string&, std::int64_t) { lost = true; }});
     REQUIRE(l);
-    REQUIRE(eventually([&] { return lost.load(); }, 5s));
+    REQUIRE(test::eventually([&] { return lost.load(); }, 5s));
     auto next = other.acquire("k", 5s);
     CHECK(next.token() > l->token());
     CHECK_THROWS_AS(l->check(), sqlock::lease_lost_error);
@@ -139,7 +130,7 @@ TEST_CASE_TEMPLATE("a lease whose row is taken away is lost at the next renewal"
         REQUIRE(l);
         std::stop_callback on_stop(l->stop_token(), [&] { stopped = true; });
         raw->exec("DELETE FROM " + db.table("locks"));
-        REQUIRE(eventually([&] { return calls.load() == 1; }, 5s));
+        REQUIRE(test::eventually([&] { return calls.load() == 1; }, 5s));
         CHECK(stopped);
         CHECK(l->lost());  // long before its 2 s deadline: the renewal matched no row
         CHECK_THROWS_AS(l->check(), sqlock::lease_lost_error);
@@ -165,8 +156,8 @@ TEST_CASE_TEMPLATE("callbacks run outside the client's locks and their exception
                                     }});
     REQUIRE(doomed);
     REQUIRE(kept);
-    REQUIRE(eventually([&] { return reentered.load(); }, 5s));
-    CHECK(eventually([&] { return renew_calls.load() >= 3; }, 5s));
+    REQUIRE(test::eventually([&] { return reentered.load(); }, 5s));
+    CHECK(test::eventually([&] { return renew_calls.load() >= 3; }, 5s));
     CHECK_FALSE(kept->lost());  // the throwing observer did not stop renewals
 }
 
@@ -189,9 +180,9 @@ TEST_CASE_TEMPLATE("renewal is batched: one statement per batch per tick", Db, A
         // The first round may split leases taken over a long acquisition
         // period; after it they renew together. Measure the next rounds.
         const auto first = c.stats().watchdog_ticks;
-        REQUIRE(eventually([&] { return c.stats().watchdog_ticks >= first + 2; }, 15s));
+        REQUIRE(test::eventually([&] { return c.stats().watchdog_ticks >= first + 2; }, 15s));
         const auto before = c.stats();
-        REQUIRE(eventually([&] { return c.stats().watchdog_ticks >= before.watchdog_ticks + 2; }, 15s));
+        REQUIRE(test::eventually([&] { return c.stats().watchdog_ticks >= before.watchdog_ticks + 2; }, 15s));
         const auto after = c.stats();
         const auto ticks = after.watchdog_ticks - before.watchdog_ticks;
         const auto per_tick = static_cast<double>(after.statements - before.statements) / static_cast<double>(ticks);
@@ -240,7 +231,7 @@ TEST_CASE_TEMPLATE("the background sweeper runs on its own", Db, ALL_BACKENDS) {
     auto c = sqlock::client::open(db.url(), o);
     auto l = c.try_acquire("dead", {.mode = mode::unique_insert, .lease = 100ms, .auto_renew = false});
     REQUIRE(l);
-    CHECK(eventually([&] { return c.stats().rows_swept == 1; }, 10s));
+    CHECK(test::eventually([&] { return c.stats().rows_swept == 1; }, 10s));
 }
 
 }  // TEST_SUITE

@@ -520,18 +520,23 @@ void client_impl::renew_batch(std::vector<std::shared_ptr<grant>>& chunk) {
             if (!released(g)) mark_lost(g);
             continue;
         }
-        g.deadline_ns = sent + (g.lease_ms - g.margin_ms) * 1'000'000;
-        g.next_renew_ns = sent + g.interval_ns;
-        ++renewals;
-        if (g.on_renewed) {
-            try {
-                g.on_renewed(g.key, g.token);
-            } catch (const std::exception& e) {
-                log_->error("on_renewed callback for '{}' threw: {}", g.key, e.what());
-            } catch (...) {
-                log_->error("on_renewed callback for '{}' threw", g.key);
-            }
-        }
+        renewed_at(g, sent);
+    }
+}
+
+// A confirmed renewal sent at `sent`: move the deadline and the next renewal
+// on, and tell the observer (its exceptions are logged, never propagated).
+void client_impl::renewed_at(grant& g, std::int64_t sent) {
+    g.deadline_ns = sent + (g.lease_ms - g.margin_ms) * 1'000'000;
+    g.next_renew_ns = sent + g.interval_ns;
+    ++renewals;
+    if (!g.on_renewed) return;
+    try {
+        g.on_renewed(g.key, g.token);
+    } catch (const std::exception& e) {
+        log_->error("on_renewed callback for '{}' threw: {}", g.key, e.what());
+    } catch (...) {
+        log_->error("on_renewed callback for '{}' threw", g.key);
     }
 }
 
@@ -576,16 +581,7 @@ void client_impl::ping_pinned(grant& g) {
         mark_lost(g);
         return;
     }
-    g.deadline_ns = sent + (g.lease_ms - g.margin_ms) * 1'000'000;
-    g.next_renew_ns = sent + g.interval_ns;
-    ++renewals;
-    if (g.on_renewed) {
-        try {
-            g.on_renewed(g.key, g.token);
-        } catch (...) {
-            log_->error("on_renewed callback for '{}' threw", g.key);
-        }
-    }
+    renewed_at(g, sent);
 }
 
 std::size_t client_impl::sweep_once() {

@@ -160,6 +160,7 @@ private:
     void start_listener();
     void listener_main();
     void ping_pinned(grant& g);
+    void renewed_at(grant& g, std::int64_t sent);
     void watch(const std::shared_ptr<grant>& g);
 
     std::shared_ptr<struct watchdog_core> watchdog_;

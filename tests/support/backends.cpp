@@ -1,4 +1,5 @@
 #include "support/backends.hpp"
+#include "support/helpers.hpp"
 
 #include "core/url.hpp"
 
@@ -10,6 +11,8 @@
 #include <sqlite3.h>
 
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <mutex>
 
 namespace test {
@@ -143,6 +146,24 @@ void servers(const std::string& words) {
     const std::string dir = env_or_throw("SQLOCK_TEST_SERVER_DIR");
     std::string cmd = "bash '" + script + "' " + words + " '" + dir + "' >/dev/null 2>&1";
     if (std::system(cmd.c_str()) != 0) throw std::runtime_error("test-servers.sh " + words + " failed");
+}
+
+counter_history read_counter_history(const std::string& file) {
+    counter_history h;
+    {
+        std::ifstream in(file);
+        in >> h.count;
+    }
+    std::ifstream in(file + ".tokens");
+    for (std::string line; std::getline(in, line);) {
+        std::istringstream fields(line);
+        std::int64_t token = 0;
+        std::string owner;
+        fields >> token >> owner;
+        h.tokens.push_back(token);
+        h.owners.insert(owner);
+    }
+    return h;
 }
 
 }  // namespace test
