@@ -231,3 +231,32 @@ TEST_CASE_TEMPLATE("PostgreSQL wakes the head waiter's client, not every waiting
 }
 
 }  // TEST_SUITE
+
+TEST_SUITE("fair") {
+
+TEST_CASE_TEMPLATE("the PostgreSQL wake-up listener is rebuilt after its connection is killed", Db, test::postgres_db) {
+    Db db;
+    auto raw = db.raw();
+    auto holder = db.open();
+    auto waiter = db.open();
+    // One handoff to start the waiter's listener and see a wake-up arrive.
+    auto handoff = [&] {
+        auto held = holder.try_acquire("relisten", {.lease = 60s});
+        REQUIRE(held);
+        std::thread t([&] { (void)waiter.acquire("relisten", 30s, {.fair = true}); });
+        REQUIRE(test::eventually([&] { return waiting(db, *raw, "relisten") == 1; }));
+        const auto before = waiter.stats().wakeups;
+        held->release();
+        t.join();
+        return test::eventually([&] { return waiter.stats().wakeups > before; });
+    };
+    REQUIRE(handoff());
+    // Kill the listening connection: the LISTEN for this prefix's channel.
+    const std::string kill = "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                             "WHERE datname = current_database() AND query LIKE 'LISTEN%" + db.prefix + "w%'";
+    REQUIRE(raw->scalar(kill) == 1);
+    std::this_thread::sleep_for(800ms);  // the listener notices and reconnects
+    CHECK(handoff());
+}
+
+}  // TEST_SUITE

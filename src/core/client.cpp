@@ -344,11 +344,19 @@ void client_impl::leave_queue(std::shared_ptr<waiter>& w) noexcept {
 
 void client_impl::start_listener() {
     channel_ = sql_.prefix() + "w_" + new_owner_id().substr(0, 16);
-    listener_ = std::thread([this] { listener_main(); });
+    // LISTEN before the first waiter row names the channel, so that the first
+    // release already finds someone listening. If it fails, the thread keeps
+    // trying; waiters poll meanwhile.
+    std::unique_ptr<notifier> first;
+    try {
+        first = dialect_->listen(channel_);
+    } catch (const std::exception& e) {
+        log_->warn("wake-up listener could not connect yet: {}", e.what());
+    }
+    listener_ = std::thread([this, n = std::move(first)]() mutable { listener_main(std::move(n)); });
 }
 
-void client_impl::listener_main() {
-    std::unique_ptr<notifier> n;
+void client_impl::listener_main(std::unique_ptr<notifier> n) {
     while (!listener_stop_.load()) {
         try {
             if (!n) {

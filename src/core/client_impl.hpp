@@ -158,7 +158,7 @@ private:
     std::shared_ptr<waiter> enqueue(std::string_view key, const lock_options& options);
     void leave_queue(std::shared_ptr<waiter>& w) noexcept;
     void start_listener();
-    void listener_main();
+    void listener_main(std::unique_ptr<notifier> n);
     void ping_pinned(grant& g);
     void renewed_at(grant& g, std::int64_t sent);
     void watch(const std::shared_ptr<grant>& g);
