@@ -119,7 +119,7 @@ void client_impl::check_schema() {
     if (have < need)
         throw schema_error("sqlock schema in " + ctx_.redacted_url + " is at version " + std::to_string(have) +
                            " but this library needs " + std::to_string(need) +
-                           " (table prefix '" + sql_.prefix() + "'): run client.migrate(), `sqlock migrate`, "
+                           " (table prefix '" + sql_.prefix() + "'): run client.migrate() "
                            "or apply migrations/" + std::string(dialect_->name()) + "/ by hand");
     schema_checked_.store(true, std::memory_order_release);
 }

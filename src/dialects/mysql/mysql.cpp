@@ -557,7 +557,7 @@ private:
             }
             if (code == er_no_such_table)
                 throw schema_error("sqlock tables are missing in " + ctx_.redacted_url + " (" + e.what() +
-                                   "): run client.migrate() or `sqlock migrate`");
+                                   "): run client.migrate() or apply the files in migrations/");
             throw db_error(dialect_name, std::to_string(code),
                            std::string("MySQL error during ") + what + ": " + e.what());
         }

@@ -313,7 +313,7 @@ private:
         const std::string msg = trim(e.what());
         if (state == "42P01")
             throw schema_error("sqlock tables are missing in " + ctx_.redacted_url + " (" + msg +
-                               "): run client.migrate() or `sqlock migrate`");
+                               "): run client.migrate() or apply the files in migrations/");
         if (is_connection_state(state))
             throw connection_error(std::string("PostgreSQL connection lost during ") + what + ": " + msg);
         throw db_error(dialect_name, state, std::string("PostgreSQL error during ") + what + ": " + msg);

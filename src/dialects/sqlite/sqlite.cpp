@@ -41,7 +41,8 @@ void sql_now_ms(sqlite3_context* context, int, sqlite3_value**) {
     const std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
     const int primary = rc & 0xff;
     if (msg.find("no such table") != std::string::npos)
-        throw schema_error("sqlock tables are missing (" + msg + "): run client.migrate() or `sqlock migrate`");
+        throw schema_error("sqlock tables are missing (" + msg +
+                           "): run client.migrate() or apply the files in migrations/");
     if (primary == SQLITE_CANTOPEN || primary == SQLITE_NOTADB || primary == SQLITE_PERM)
         throw connection_error(what + ": " + msg);
     throw db_error(dialect_name, std::to_string(rc), what + ": " + msg);
