@@ -185,8 +185,13 @@ public:
             auto q = prepare("grant");
             q.bind(1, r.key).bind(2, r.owner).bind(3, std::string_view(to_string(r.mode)));
             q.bind(4, r.lease_ms).bind(5, r.holder).bind(6, r.note).bind(7, r.ticket).bind(8, r.priority);
-            if (q.step()) out.token = q.integer(0);
-            while (q.step()) {
+            // Drain only after a row: stepping a statement that already
+            // returned SQLITE_DONE resets and runs it again, which would grant
+            // the key a second time and drop the token.
+            if (q.step()) {
+                out.token = q.integer(0);
+                while (q.step()) {
+                }
             }
         }
         // A granted waiter leaves the queue. A crash between the two
