@@ -1,4 +1,4 @@
-// sqlock_bench: two workloads on every backend given (docs/benchmarks.md).
+// sqlock_bench: three workloads on every backend given (docs/benchmarks.md).
 //
 // cycles: uncontended acquire+release cycles per second, for every mode,
 // measured in one run beside
@@ -19,14 +19,23 @@
 // connection: statements per second, and the database server's CPU time read
 // from /proc for the pids given (--postgres-pid, --mysql-pid).
 //
+// fairness: waiter processes (this program, started again in a hidden
+// --waiter mode) contending for one key: fair handoff latency with 1, 8 and
+// 64 waiters queued; handoffs per second and Jain's fairness index over the
+// processes' acquisition counts, fair against not fair, 16 processes.
+//
 // Writes markdown to --markdown FILE (cycles), --renewal-markdown FILE
-// (renewal) and to stdout; progress goes to stderr.
+// (renewal), --fairness-markdown FILE (fairness) and to stdout; progress goes
+// to stderr.
 //
 //   sqlock_bench [--postgres URL] [--mysql URL] [--sqlite PATH]
-//                [--workload cycles,renewal] [--seconds N] [--reps R]
+//                [--workload cycles,renewal,fairness] [--seconds N] [--reps R]
 //                [--renewal-leases N,N,...] [--renewal-rounds K]
 //                [--postgres-pid PID] [--mysql-pid PID]
-//                [--markdown FILE] [--renewal-markdown FILE] [--sql-dir DIR]
+//                [--handoff-waiters N,N,...] [--handoff-seconds S]
+//                [--hot-processes N] [--throughput-seconds S] [--fairness-seconds S]
+//                [--markdown FILE] [--renewal-markdown FILE] [--fairness-markdown FILE]
+//                [--fairness-log DIR] [--sql-dir DIR]
 
 #include <sqlock/sqlock.hpp>
 
@@ -46,19 +55,26 @@
 #include <sqlite3.h>
 #endif
 
+#include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
+#include <spawn.h>
 #include <sys/resource.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <climits>
+#include <csignal>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -74,6 +90,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -929,11 +946,18 @@ struct options {
     double seconds = 3;
     int reps = 3;
     std::string sql_dir = SQLOCK_BENCH_SQL_DIR;
-    bool cycles = true, renewal = true;  // --workload
+    bool cycles = true, renewal = true, fairness = true;  // --workload
     std::vector<std::size_t> renewal_leases{100, 1000, 10000};
     int renewal_rounds = 2;
     int postgres_pid = 0, mysql_pid = 0;  // 0: the server's CPU is not measured
     std::string renewal_markdown;
+    // fairness: waiter counts of the handoff-latency runs, processes of the
+    // hot-key runs, and the window of each kind of run.
+    std::vector<int> handoff_waiters{1, 8, 64};
+    int hot_processes = 16;
+    double handoff_seconds = 10, throughput_seconds = 10, fairness_seconds = 60;
+    std::string fairness_markdown;
+    std::string fairness_log;  // directory for every fairness run's raw records
 };
 
 // The machine rows of a run table.
@@ -1495,18 +1519,583 @@ std::string render_renewal(const renewal_plan& plan, const std::string& machine_
     return md.str();
 }
 
+// ---------------------------------------------------------------------------
+// Fairness: handoffs between waiter processes on one hot key
+// ---------------------------------------------------------------------------
+//
+// Every contender is a child process: this program re-executed in its hidden
+// --waiter mode, with one sqlock client and one thread. Waiters must be
+// separate processes: a release wakes the releasing process's own waiters at
+// once through a condition variable shared by its clients, so waiters in one
+// process would not show how a release reaches another process (NOTIFY on
+// PostgreSQL, polling elsewhere). Each child loops over acquire(key) → hold →
+// release() for a window fixed by the parent, keeps a record per grant
+// (timestamps from CLOCK_MONOTONIC, which all processes of one machine share)
+// and sends its records over a pipe when the window is over.
+
+constexpr std::chrono::milliseconds fairness_lease{5000};
+constexpr std::chrono::microseconds fairness_hold{1000};
+// Contention before the measured window: the first grants, every child's
+// first statements and (PostgreSQL) its LISTEN connection fall in it.
+constexpr std::chrono::milliseconds fairness_warmup{1000};
+
+std::int64_t monotonic_ns() {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+void sleep_until_monotonic(std::int64_t ns) {
+    timespec ts{};
+    ts.tv_sec = static_cast<time_t>(ns / 1'000'000'000);
+    ts.tv_nsec = static_cast<long>(ns % 1'000'000'000);
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+    }
+}
+
+void write_all(int fd, std::string_view text) {
+    while (!text.empty()) {
+        const ssize_t n = ::write(fd, text.data(), text.size());
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) throw std::runtime_error("cannot write to the pipe: " + std::string(std::strerror(errno)));
+        text.remove_prefix(static_cast<std::size_t>(n));
+    }
+}
+
+// Reads from fd into `buffer` until it holds a newline (true) or the pipe is
+// closed (false); gives up at `deadline` (monotonic ns).
+bool read_line(int fd, std::string& buffer, std::string& line, std::int64_t deadline) {
+    for (;;) {
+        if (const auto nl = buffer.find('\n'); nl != std::string::npos) {
+            line = buffer.substr(0, nl);
+            buffer.erase(0, nl + 1);
+            return true;
+        }
+        const std::int64_t left_ms = (deadline - monotonic_ns()) / 1'000'000;
+        if (left_ms <= 0) throw std::runtime_error("a waiter process did not answer in time");
+        pollfd p{fd, POLLIN, 0};
+        const int ready = ::poll(&p, 1, static_cast<int>(std::min<std::int64_t>(left_ms, 1000)));
+        if (ready < 0 && errno != EINTR) throw std::runtime_error("poll: " + std::string(std::strerror(errno)));
+        if (ready <= 0) continue;
+        char chunk[65536];
+        const ssize_t n = ::read(fd, chunk, sizeof chunk);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) throw std::runtime_error("cannot read from a waiter process: " + std::string(std::strerror(errno)));
+        if (n == 0) {
+            line = std::move(buffer);
+            buffer.clear();
+            return !line.empty();
+        }
+        buffer.append(chunk, static_cast<std::size_t>(n));
+    }
+}
+
+// The hidden --waiter mode:
+//   sqlock_bench --waiter URL PREFIX KEY FAIR(0|1)
+// Says "ready" on stdout once its client works, reads "go START END" (monotonic
+// ns) from stdin, contends for KEY from START until END, then writes one line
+// per grant and closes:
+//   G start granted released release_done token   (ns; start = acquire() called)
+//   U start                                        (an acquire() still waiting at END)
+//   S waits wakeups statements                     (the client's stats())
+int run_waiter(int argc, char** argv) {
+    // Nothing of the parent's (its database sockets, other children's pipes) stays open here.
+    close_range(3, ~0U, 0);
+    if (argc != 6) {
+        std::cerr << "sqlock_bench --waiter: needs URL PREFIX KEY FAIR\n";
+        return 2;
+    }
+    try {
+        sqlock::client_options client_options;
+        client_options.table_prefix = argv[3];
+        auto client = sqlock::client::open(argv[2], client_options);
+        const std::string key = argv[4];
+        const bool fair = std::string_view(argv[5]) == "1";
+        {
+            // The schema check and the first connection, on a key of its own.
+            auto warm = client.try_acquire(key + "/warm-up/" + std::to_string(getpid()), {.reentrant = false});
+            if (warm) warm->release();
+        }
+        write_all(1, "ready\n");
+        std::string buffer, line;
+        if (!read_line(0, buffer, line, monotonic_ns() + 600'000'000'000LL)) return 0;  // parent gave up
+        std::int64_t start = 0, end = 0;
+        {
+            std::istringstream go(line);
+            std::string word;
+            go >> word >> start >> end;
+            if (word != "go" || end <= start) throw std::runtime_error("bad go line '" + line + "'");
+        }
+        const sqlock::lock_options options{.lease = fairness_lease, .reentrant = false, .fair = fair};
+        std::ostringstream out;
+        sleep_until_monotonic(start);
+        for (;;) {
+            const std::int64_t asked = monotonic_ns();
+            if (asked >= end) break;
+            const auto timeout = std::chrono::milliseconds((end - asked + 999'999) / 1'000'000);
+            std::optional<sqlock::lease> held;
+            try {
+                held.emplace(client.acquire(key, timeout, options));
+            } catch (const sqlock::timeout_error&) {
+                out << "U " << asked << "\n";
+                break;
+            }
+            const std::int64_t granted = monotonic_ns();
+            std::this_thread::sleep_for(fairness_hold);
+            const std::int64_t released = monotonic_ns();
+            const std::int64_t token = held->token();
+            held->release();
+            out << "G " << asked << " " << granted << " " << released << " " << monotonic_ns() << " " << token << "\n";
+        }
+        const auto st = client.stats();
+        out << "S " << st.waits << " " << st.wakeups << " " << st.statements << "\n";
+        write_all(1, out.str());
+        return 0;
+    } catch (const std::exception& e) {
+        std::string what = e.what();
+        std::replace(what.begin(), what.end(), '\n', ' ');
+        try {
+            write_all(1, "E " + what + "\n");
+        } catch (...) {
+        }
+        return 1;
+    }
+}
+
+std::string self_executable() {
+    char path[PATH_MAX + 1] = {};
+    const ssize_t n = readlink("/proc/self/exe", path, PATH_MAX);
+    if (n <= 0) throw std::runtime_error("cannot find this program's path in /proc/self/exe");
+    return std::string(path, static_cast<std::size_t>(n));
+}
+
+struct grant_record {
+    int process = 0;
+    std::int64_t asked = 0, granted = 0, released = 0, release_done = 0, token = 0;
+    bool first = false;  // the process's first acquire(): all of those start together
+};
+
+// One run: `processes` waiter processes contending for one key.
+struct contention_run {
+    std::string backend;
+    bool fair = false;
+    int processes = 0;
+    double seconds = 0;
+    std::int64_t start = 0, from = 0, to = 0;  // contention starts; measured window [from, to)
+    std::vector<grant_record> grants;          // every grant, in token order
+    std::vector<grant_record> unfinished;      // acquire() calls still waiting at the end (granted = 0)
+    std::int64_t final_token = 0;              // the key's last token, read from the database afterwards
+    std::uint64_t waits = 0, wakeups = 0, statements = 0;
+    std::string load_start, load_end;
+};
+
+// Children of one run. Kills (SIGKILL) and reaps whatever is left if the run fails.
+class waiter_group {
+public:
+    waiter_group(const std::string& exe, const std::string& url, const std::string& prefix, const std::string& key,
+                 bool fair, int n) {
+        for (int i = 0; i < n; ++i) spawn(exe, url, prefix, key, fair);
+    }
+    waiter_group(const waiter_group&) = delete;
+    waiter_group& operator=(const waiter_group&) = delete;
+    ~waiter_group() {
+        for (auto& c : children_) {
+            if (c.to >= 0) ::close(c.to);
+            if (c.from >= 0) ::close(c.from);
+            if (c.pid > 0) {
+                ::kill(c.pid, SIGKILL);
+                ::waitpid(c.pid, nullptr, 0);
+            }
+        }
+    }
+
+    void await_ready() {
+        const std::int64_t deadline = monotonic_ns() + 120'000'000'000LL;
+        for (auto& c : children_) {
+            std::string line;
+            if (!read_line(c.from, c.buffer, line, deadline) || line != "ready")
+                bench_failure("a waiter process failed to start: " + (line.empty() ? "(no answer)" : line));
+        }
+    }
+
+    void go(std::int64_t start, std::int64_t end) {
+        const std::string line = "go " + std::to_string(start) + " " + std::to_string(end) + "\n";
+        for (auto& c : children_) {
+            write_all(c.to, line);
+            ::close(c.to);
+            c.to = -1;
+        }
+    }
+
+    // Every child's records; waits for every child to exit.
+    void collect(contention_run& run, std::int64_t deadline) {
+        for (std::size_t i = 0; i < children_.size(); ++i) {
+            auto& c = children_[i];
+            bool first = true;
+            std::string line;
+            while (read_line(c.from, c.buffer, line, deadline)) {
+                std::istringstream in(line);
+                std::string tag;
+                in >> tag;
+                grant_record g;
+                g.process = static_cast<int>(i);
+                if (tag == "G") {
+                    in >> g.asked >> g.granted >> g.released >> g.release_done >> g.token;
+                    g.first = std::exchange(first, false);
+                    run.grants.push_back(g);
+                } else if (tag == "U") {
+                    in >> g.asked;
+                    g.first = first;
+                    run.unfinished.push_back(g);
+                } else if (tag == "S") {
+                    std::uint64_t waits = 0, wakeups = 0, statements = 0;
+                    in >> waits >> wakeups >> statements;
+                    run.waits += waits;
+                    run.wakeups += wakeups;
+                    run.statements += statements;
+                } else {
+                    bench_failure("waiter process " + std::to_string(i) + ": " + line);
+                }
+                if (!in) bench_failure("waiter process " + std::to_string(i) + " sent '" + line + "'");
+            }
+            ::close(c.from);
+            c.from = -1;
+            int status = 0;
+            ::waitpid(c.pid, &status, 0);
+            c.pid = -1;
+            if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+                bench_failure("waiter process " + std::to_string(i) + " failed (wait status " + std::to_string(status) +
+                              ")");
+        }
+    }
+
+private:
+    struct child {
+        pid_t pid = -1;
+        int to = -1, from = -1;  // its stdin, its stdout
+        std::string buffer;
+    };
+
+    void spawn(const std::string& exe, const std::string& url, const std::string& prefix, const std::string& key,
+               bool fair) {
+        int in[2], out[2];
+        if (pipe2(in, O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
+        if (pipe2(out, O_CLOEXEC) != 0) {
+            ::close(in[0]);
+            ::close(in[1]);
+            throw std::runtime_error("pipe2 failed");
+        }
+        posix_spawn_file_actions_t actions;
+        posix_spawn_file_actions_init(&actions);
+        posix_spawn_file_actions_adddup2(&actions, in[0], 0);  // dup2 clears O_CLOEXEC on 0 and 1
+        posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+        std::vector<std::string> args{exe, "--waiter", url, prefix, key, fair ? "1" : "0"};
+        std::vector<char*> argv;
+        for (auto& a : args) argv.push_back(a.data());
+        argv.push_back(nullptr);
+        pid_t pid = -1;
+        const int rc = posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv.data(), environ);
+        posix_spawn_file_actions_destroy(&actions);
+        ::close(in[0]);
+        ::close(out[1]);
+        if (rc != 0) {
+            ::close(in[1]);
+            ::close(out[0]);
+            throw std::runtime_error("cannot start a waiter process: " + std::string(std::strerror(rc)));
+        }
+        children_.push_back({pid, in[1], out[0], {}});
+    }
+
+    std::vector<child> children_;
+};
+
+contention_run run_contention(backend& b, sqlock::client& inspector, const std::string& prefix,
+                              const std::string& key, bool fair, int processes, double seconds) {
+    contention_run run;
+    run.backend = b.title();
+    run.fair = fair;
+    run.processes = processes;
+    run.seconds = seconds;
+    run.load_start = load_average();
+    waiter_group group(self_executable(), b.url(), prefix, key, fair, processes);
+    group.await_ready();
+    run.start = monotonic_ns() + 200'000'000;  // every child is sleeping until then
+    run.from = run.start + std::chrono::nanoseconds(fairness_warmup).count();
+    run.to = run.from + static_cast<std::int64_t>(seconds * 1e9);
+    group.go(run.start, run.to);
+    group.collect(run, run.to + 120'000'000'000LL);
+    run.load_end = load_average();
+    run.final_token = inspector.inspect(key).token;
+    std::sort(run.grants.begin(), run.grants.end(),
+              [](const grant_record& a, const grant_record& c) { return a.token < c.token; });
+    return run;
+}
+
+// Fair order is arrival order at the database: a caller is queued once its
+// ticket insert has committed, a round trip or two after it called acquire()
+// (more when the machine is busy). A caller passed by one that called less
+// than this much later may simply not have queued yet.
+constexpr std::int64_t overtake_margin_ns = 10'000'000;
+
+// What one run shows, over the grants whose acquire() returned in its window.
+struct contention_summary {
+    std::size_t acquisitions = 0;
+    std::size_t handoffs = 0;         // grants to another process than the previous holder
+    std::vector<double> handoff_ms;   // previous holder about to release → this acquire() returns
+    std::vector<double> wait_ms;      // acquire() called → returned
+    std::vector<std::size_t> per_process;
+    double jain = 0;
+    double max_wait_ms = 0;
+    bool max_wait_unfinished = false;  // the longest wait was still waiting at the end
+    std::size_t overtakes = 0;         // grants that passed an earlier caller still waiting
+    std::size_t clear_overtakes = 0;   // ... one that had called acquire() at least overtake_margin earlier
+    std::size_t order_errors = 0;      // a grant returned before the previous holder began to release
+    // Tokens no caller received: the database granted the key, but no
+    // acquire() returned the grant. The key then stays held until that lease
+    // runs out; `stalled_ms` adds up those gaps (previous release → next grant).
+    std::size_t lost_grants = 0;
+    double stalled_ms = 0;
+};
+
+contention_summary summarize(const contention_run& run) {
+    contention_summary s;
+    s.per_process.assign(static_cast<std::size_t>(run.processes), 0);
+    const auto& g = run.grants;
+    auto in_window = [&run](const grant_record& r) { return r.granted >= run.from && r.granted < run.to; };
+    for (std::size_t k = 0; k < g.size(); ++k) {
+        const bool lost_before = k > 0 && g[k].token > g[k - 1].token + 1;
+        if (k > 0) {
+            // Exclusion, seen from the clocks: the next grant returns after
+            // the previous holder began releasing.
+            if (g[k].granted <= g[k - 1].released || g[k].token == g[k - 1].token) ++s.order_errors;
+        }
+        if (!in_window(g[k])) continue;
+        if (lost_before) {
+            s.lost_grants += static_cast<std::size_t>(g[k].token - g[k - 1].token - 1);
+            s.stalled_ms += static_cast<double>(g[k].granted - g[k - 1].released) / 1e6;
+        }
+        ++s.acquisitions;
+        ++s.per_process[static_cast<std::size_t>(g[k].process)];
+        const double wait = static_cast<double>(g[k].granted - g[k].asked) / 1e6;
+        s.wait_ms.push_back(wait);
+        if (wait > s.max_wait_ms) s.max_wait_ms = wait;
+        if (k > 0 && g[k].process != g[k - 1].process) {
+            ++s.handoffs;
+            s.handoff_ms.push_back(static_cast<double>(g[k].granted - g[k - 1].released) / 1e6);
+        }
+    }
+    // Grants after the last one a caller received: the key stayed held to the end.
+    if (!g.empty() && run.final_token > g.back().token && g.back().released < run.to) {
+        s.lost_grants += static_cast<std::size_t>(run.final_token - g.back().token);
+        s.stalled_ms += static_cast<double>(run.to - g.back().released) / 1e6;
+    }
+    for (const auto& u : run.unfinished) {
+        const double wait = static_cast<double>(run.to - u.asked) / 1e6;
+        if (wait > s.max_wait_ms) {
+            s.max_wait_ms = wait;
+            s.max_wait_unfinished = true;
+        }
+    }
+    // Overtakes: a grant in the window whose acquire() was called after that
+    // of another caller who was still waiting. Every process's first call
+    // starts at the same instant, so two first calls are not compared.
+    constexpr std::int64_t never = std::numeric_limits<std::int64_t>::max();
+    std::int64_t earliest_any = never, earliest_later = never;  // among calls granted later (or never)
+    for (const auto& u : run.unfinished) {
+        earliest_any = std::min(earliest_any, u.asked);
+        if (!u.first) earliest_later = std::min(earliest_later, u.asked);
+    }
+    for (auto it = g.rbegin(); it != g.rend(); ++it) {
+        const std::int64_t earliest = it->first ? earliest_later : earliest_any;
+        if (in_window(*it) && earliest < it->asked) {
+            ++s.overtakes;
+            if (earliest < it->asked - overtake_margin_ns) ++s.clear_overtakes;
+        }
+        earliest_any = std::min(earliest_any, it->asked);
+        if (!it->first) earliest_later = std::min(earliest_later, it->asked);
+    }
+    double sum = 0, squares = 0;
+    for (auto n : s.per_process) {
+        sum += static_cast<double>(n);
+        squares += static_cast<double>(n) * static_cast<double>(n);
+    }
+    s.jain = squares > 0 ? sum * sum / (static_cast<double>(s.per_process.size()) * squares) : 0;
+    return s;
+}
+
+void log_run(const contention_run& run, const contention_summary& s) {
+    auto handoff = s.handoff_ms;
+    std::cerr << "sqlock_bench: fairness " << run.backend << ", " << (run.fair ? "fair" : "not fair") << ", "
+              << run.processes << " processes, " << format("%g", run.seconds) << " s: " << s.acquisitions
+              << " acquisitions, " << s.handoffs << " handoffs, handoff p50 "
+              << format("%.2f", percentile(handoff, 0.5))
+              << " ms p99 " << format("%.2f", percentile(handoff, 0.99)) << " ms, Jain "
+              << format("%.3f", s.jain) << ", max wait " << format("%.0f", s.max_wait_ms) << " ms"
+              << (s.max_wait_unfinished ? " (unfinished)" : "") << ", overtakes " << s.overtakes << " ("
+              << s.clear_overtakes << " by 10 ms or more), lost grants " << s.lost_grants << " (stalled "
+              << format("%.0f", s.stalled_ms) << " ms), order errors " << s.order_errors << ", wake-ups "
+              << run.wakeups << ", load " << run.load_end << "\n";
+}
+
+// The raw records of one run, for a closer look: one line per grant in token
+// order, then the calls still waiting at the end; times in ms from the start.
+void write_run_log(const contention_run& run, const std::string& file) {
+    std::ofstream out(file);
+    auto ms = [&run](std::int64_t t) { return format("%.3f", static_cast<double>(t - run.start) / 1e6); };
+    out << "# " << run.backend << (run.fair ? " fair, " : " not fair, ") << run.processes << " processes; window "
+        << ms(run.from) << " to " << ms(run.to) << " ms; start " << run.start
+        << " ns (CLOCK_MONOTONIC); last token in the database " << run.final_token << "\n"
+        << "token\tprocess\tfirst\tasked\tgranted\treleased\trelease_done\n";
+    for (const auto& g : run.grants)
+        out << g.token << "\t" << g.process << "\t" << g.first << "\t" << ms(g.asked) << "\t" << ms(g.granted) << "\t"
+            << ms(g.released) << "\t" << ms(g.release_done) << "\n";
+    for (const auto& u : run.unfinished)
+        out << "-\t" << u.process << "\t" << u.first << "\t" << ms(u.asked) << "\t-\t-\t-\n";
+    if (!out.flush()) throw std::runtime_error("cannot write " + file);
+}
+
+struct fairness_report {
+    std::string backend;
+    std::vector<std::string> facts;
+    std::vector<std::pair<contention_run, contention_summary>> handoff;  // fair, N waiters + 1 holder
+    std::vector<std::pair<contention_run, contention_summary>> hot;      // hot key: throughput, then fairness windows
+};
+
+fairness_report run_fairness(backend& b, const std::string& prefix, const options& opt) {
+    fairness_report r;
+    r.backend = b.title();
+    // Reads each key's last token once its run is over (no watchdog work, no sweeps).
+    sqlock::client_options inspector_options;
+    inspector_options.table_prefix = prefix;
+    inspector_options.sweep = false;
+    auto inspector = sqlock::client::open(b.url(), inspector_options);
+    int n = 0;
+    auto one = [&](bool fair, int processes, double seconds) {
+        const std::string key = "fairness/" + std::to_string(n++);
+        std::cerr << "sqlock_bench: fairness " << b.title() << ": " << processes << " processes, "
+                  << (fair ? "fair" : "not fair") << ", " << format("%g", seconds) << " s on '" << key << "'\n";
+        auto run = run_contention(b, inspector, prefix, key, fair, processes, seconds);
+        if (!opt.fairness_log.empty())
+            write_run_log(run, opt.fairness_log + "/" + b.title() + "-" + std::to_string(n - 1) + ".tsv");
+        auto summary = summarize(run);
+        log_run(run, summary);
+        return std::make_pair(std::move(run), std::move(summary));
+    };
+    for (int waiters : opt.handoff_waiters) r.handoff.push_back(one(true, waiters + 1, opt.handoff_seconds));
+    // Fair and not fair take turns going first.
+    r.hot.push_back(one(true, opt.hot_processes, opt.throughput_seconds));
+    r.hot.push_back(one(false, opt.hot_processes, opt.throughput_seconds));
+    auto unfair = one(false, opt.hot_processes, opt.fairness_seconds);
+    r.hot.push_back(one(true, opt.hot_processes, opt.fairness_seconds));
+    r.hot.push_back(std::move(unfair));
+    return r;
+}
+
+std::string ms_text(double ms) { return format(ms >= 99.95 ? "%.0f" : ms >= 9.995 ? "%.1f" : "%.2f", ms); }
+
+std::string render_fairness(const options& opt, const std::string& machine_table, const std::string& when,
+                            const std::string& load_start, const std::string& load_end,
+                            std::vector<fairness_report>& reports) {
+    std::ostringstream md;
+    std::string counts;
+    for (int w : opt.handoff_waiters) counts += (counts.empty() ? "" : ", ") + std::to_string(w);
+    md << "### Fairness: machine and run\n\n"
+       << "| | |\n|---|---|\n"
+       << machine_table
+       << "| Load average (1/5/15 min) | " << load_start << " at start, " << load_end << " at end |\n"
+       << "| Run | " << when << "; every contender a process of its own (one client, one thread), acquiring "
+       << "with a lease of " << fairness_lease.count() / 1000 << " s, holding " << fairness_hold.count() / 1000
+       << " ms, releasing and calling `acquire()` again at once; " << fairness_warmup.count() / 1000
+       << " s of contention before each window |\n"
+       << "| Handoff latency | fair; " << counts << " waiters queued (one more process holds); "
+       << format("%g", opt.handoff_seconds) << " s per run |\n"
+       << "| Hot key | " << opt.hot_processes << " processes, fair and not fair; windows of "
+       << format("%g", opt.throughput_seconds) << " s and " << format("%g", opt.fairness_seconds) << " s |\n\n";
+
+    auto lost_text = [](const contention_summary& s) {
+        return s.lost_grants == 0 ? std::string("0")
+                                  : std::to_string(s.lost_grants) + " (" + format("%.1f", s.stalled_ms / 1e3) + " s)";
+    };
+    for (auto& r : reports) {
+        md << "### Fairness: " << r.backend << "\n\n";
+        for (const auto& f : r.facts) md << "- " << f << "\n";
+        if (!r.facts.empty()) md << "\n";
+        md << "Handoff latency, fair: the holder calls `release()` → the next waiter's `acquire()` returns.\n\n"
+              "| waiters queued | handoffs measured | p50 ms | p99 ms | max ms | handoffs/s "
+              "| overtakes ≥ 10 ms (all) | grants no caller received (stalled) |\n"
+              "|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+        for (auto& [run, s] : r.handoff) {
+            auto& h = s.handoff_ms;
+            const double p50 = percentile(h, 0.50), p99 = percentile(h, 0.99);
+            const double most = h.empty() ? 0 : *std::max_element(h.begin(), h.end());
+            md << "| " << run.processes - 1 << " | " << s.handoffs << " | " << ms_text(p50) << " | " << ms_text(p99)
+               << " | " << ms_text(most) << " | " << rate_text(static_cast<double>(s.handoffs) / run.seconds) << " | "
+               << s.clear_overtakes << " (" << s.overtakes << ") | " << lost_text(s) << " |\n";
+        }
+        md << "\nHot key, " << opt.hot_processes
+           << " processes acquiring in a loop (one holds, the others wait):\n\n"
+              "| contender | window s | acquisitions/s | handoffs/s (to another process) | handoff p50 / p99 ms "
+              "| Jain's index | acquisitions per process, min–max | longest wait s | wait p99 s "
+              "| overtakes ≥ 10 ms (all) | grants no caller received (stalled) | wake-ups received |\n"
+              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+        for (auto& [run, s] : r.hot) {
+            auto& h = s.handoff_ms;
+            const auto [lo, hi] = std::minmax_element(s.per_process.begin(), s.per_process.end());
+            md << "| " << (run.fair ? "fair" : "not fair") << " | " << format("%g", run.seconds) << " | "
+               << rate_text(static_cast<double>(s.acquisitions) / run.seconds) << " | "
+               << rate_text(static_cast<double>(s.handoffs) / run.seconds) << " | "
+               << (h.empty() ? "—" : ms_text(percentile(h, 0.50)) + " / " + ms_text(percentile(h, 0.99))) << " | "
+               << format("%.3f", s.jain) << " | " << *lo << "–" << *hi << " | "
+               << (s.max_wait_unfinished ? "≥ " : "") << format("%.2f", s.max_wait_ms / 1e3) << " | "
+               << format("%.2f", percentile(s.wait_ms, 0.99) / 1e3) << " | " << s.clear_overtakes << " ("
+               << s.overtakes << ") | " << lost_text(s) << " | "
+               << (r.backend == "PostgreSQL" ? std::to_string(run.wakeups) : "—") << " |\n";
+        }
+        md << "\n";
+        std::size_t errors = 0;
+        for (auto* list : {&r.handoff, &r.hot})
+            for (auto& [run, s] : *list) errors += s.order_errors;
+        if (errors > 0)
+            md << "- **" << errors
+               << " grant(s) out of order**: an `acquire()` returned before the previous holder began to release, "
+                  "or two grants carried the same token.\n\n";
+    }
+    md << "Every number counts the grants whose `acquire()` returned inside the window. A *handoff* is a grant to "
+          "another process than the previous holder; its latency runs from the moment the previous holder called "
+          "`release()` (so it includes the release statement) to the moment the next holder's `acquire()` "
+          "returned, both read from CLOCK_MONOTONIC. Jain's index is (Σx)² / (n·Σx²) over the n processes' "
+          "acquisition counts: 1 when all got the same, 1/n when one got all. The longest wait is the longest "
+          "single `acquire()` call; \"≥\" marks one still waiting when the window closed. An *overtake* is a grant "
+          "to a call made after that of another caller who was still waiting (the processes' first calls, made "
+          "together at the start, are not compared with each other). Fair order is arrival order at the database, "
+          "and a caller arrives there when its ticket insert commits, a round trip or two after it called "
+          "`acquire()`; so the first count is of overtakes of a caller that had called at least 10 ms earlier, "
+          "and the count in parentheses is of all. *Grants no caller received* are fencing tokens missing from "
+          "the sequence the callers saw, or granted after the last grant a caller saw (the key's last token is "
+          "read from the database after the run): the database granted the key, but no `acquire()` returned "
+          "that grant, so the key stayed held until its lease ran out; *stalled* adds up the time from the "
+          "release before each such grant to the next grant (or to the end of the window). Wake-ups received "
+          "are the clients' `stats().wakeups`, NOTIFYs on PostgreSQL.\n";
+    return md.str();
+}
+
 [[noreturn]] void usage(int code) {
     (code ? std::cerr : std::cout)
         << "usage: sqlock_bench [--postgres URL] [--mysql URL] [--sqlite PATH]\n"
-           "                    [--workload cycles,renewal] [--seconds N] [--reps R]\n"
+           "                    [--workload cycles,renewal,fairness] [--seconds N] [--reps R]\n"
            "                    [--renewal-leases N,N,...] [--renewal-rounds K]\n"
            "                    [--postgres-pid PID] [--mysql-pid PID]\n"
            "                    [--markdown FILE] [--renewal-markdown FILE] [--sql-dir DIR]\n"
+           "                    [--handoff-waiters N,N,...] [--handoff-seconds S]\n"
+           "                    [--hot-processes N] [--throughput-seconds S] [--fairness-seconds S]\n"
+           "                    [--fairness-markdown FILE] [--fairness-log DIR]\n"
            "cycles: uncontended acquire+release cycles per second for each mode and backend\n"
            "given, beside the same SQL sent straight through the driver and the native lock.\n"
            "renewal: the watchdog renewing N held leases in batches, beside one renew\n"
            "statement per lease per interval; statements/s and the database's CPU.\n"
-           "  --workload W        cycles, renewal or both, comma-separated (default both)\n"
+           "fairness: waiter processes on one hot key, fair and not fair: handoff latency,\n"
+           "handoffs per second, Jain's fairness index and the longest wait.\n"
+           "  --workload W        cycles, renewal, fairness, comma-separated (default all three)\n"
            "  --seconds N         length of one cycles measurement (default 3)\n"
            "  --reps R            measurements per contender (default 3)\n"
            "  --renewal-leases L  held lease counts (default 100,1000,10000)\n"
@@ -1515,6 +2104,13 @@ std::string render_renewal(const renewal_plan& plan, const std::string& machine_
            "  --mysql-pid P       mariadbd's pid: measure the server's CPU\n"
            "  --markdown F        also write the cycles report to F\n"
            "  --renewal-markdown F  also write the renewal report to F\n"
+           "  --handoff-waiters L fair waiters queued in the handoff-latency runs (default 1,8,64)\n"
+           "  --handoff-seconds S window of one handoff-latency run (default 10)\n"
+           "  --hot-processes N   processes of the hot-key runs (default 16)\n"
+           "  --throughput-seconds S  window of the hot-key handoffs-per-second runs (default 10)\n"
+           "  --fairness-seconds S    window of the hot-key fairness runs (default 60)\n"
+           "  --fairness-markdown F   also write the fairness report to F\n"
+           "  --fairness-log D    write every fairness run's grants to D/<backend>-<run>.tsv\n"
            "  --sql-dir D         the library's sql/ directory (default " SQLOCK_BENCH_SQL_DIR ")\n";
     std::exit(code);
 }
@@ -1535,18 +2131,35 @@ options parse_args(int argc, char** argv) {
             else if (arg == "--sqlite") o.sqlite = value;
             else if (arg == "--markdown") o.markdown = value;
             else if (arg == "--renewal-markdown") o.renewal_markdown = value;
+            else if (arg == "--fairness-markdown") o.fairness_markdown = value;
+            else if (arg == "--fairness-log") o.fairness_log = value;
             else if (arg == "--workload") {
-                o.cycles = o.renewal = false;
+                o.cycles = o.renewal = o.fairness = false;
                 std::istringstream list(value);
                 for (std::string w; std::getline(list, w, ',');) {
                     if (w == "cycles") o.cycles = true;
                     else if (w == "renewal") o.renewal = true;
+                    else if (w == "fairness") o.fairness = true;
                     else {
-                        std::cerr << "sqlock_bench: unknown workload '" << w << "' (cycles, renewal)\n";
+                        std::cerr << "sqlock_bench: unknown workload '" << w << "' (cycles, renewal, fairness)\n";
                         usage(2);
                     }
                 }
-            } else if (arg == "--renewal-leases") {
+            } else if (arg == "--handoff-waiters") {
+                o.handoff_waiters.clear();
+                std::istringstream list(value);
+                for (std::string n; std::getline(list, n, ',');) {
+                    const int v = std::stoi(n);
+                    if (v < 1) throw std::invalid_argument(n);
+                    o.handoff_waiters.push_back(v);
+                }
+                if (o.handoff_waiters.empty()) throw std::invalid_argument(value);
+            }
+            else if (arg == "--handoff-seconds") o.handoff_seconds = std::stod(value);
+            else if (arg == "--hot-processes") o.hot_processes = std::stoi(value);
+            else if (arg == "--throughput-seconds") o.throughput_seconds = std::stod(value);
+            else if (arg == "--fairness-seconds") o.fairness_seconds = std::stod(value);
+            else if (arg == "--renewal-leases") {
                 o.renewal_leases.clear();
                 std::istringstream list(value);
                 for (std::string n; std::getline(list, n, ',');) {
@@ -1575,7 +2188,11 @@ options parse_args(int argc, char** argv) {
         std::cerr << "sqlock_bench: --seconds must be positive, --reps and --renewal-rounds at least 1\n";
         usage(2);
     }
-    if (!o.cycles && !o.renewal) {
+    if (o.handoff_seconds <= 0 || o.throughput_seconds <= 0 || o.fairness_seconds <= 0 || o.hot_processes < 2) {
+        std::cerr << "sqlock_bench: the fairness windows must be positive, --hot-processes at least 2\n";
+        usage(2);
+    }
+    if (!o.cycles && !o.renewal && !o.fairness) {
         std::cerr << "sqlock_bench: --workload names no workload\n";
         usage(2);
     }
@@ -1702,6 +2319,26 @@ void run_renewals(const options& opt, const machine& m, std::vector<std::unique_
     write_report(render_renewal(plan, machine_table, when, load_start, load_average(), reports), opt.renewal_markdown);
 }
 
+void run_fairness_workload(const options& opt, const machine& m, std::vector<std::unique_ptr<backend>>& backends,
+                           const std::string& prefix) {
+    // A waiter process that died early must fail the run with a message
+    // (EPIPE from write_all), not end this process with SIGPIPE.
+    std::signal(SIGPIPE, SIG_IGN);
+    const std::string when = utc_now(), load_start = load_average();
+    std::vector<fairness_report> reports;
+    for (auto& b : backends) {
+        // Only the waiter processes touch the database now.
+        b->close_client();
+        std::vector<std::string> facts = opt.cycles ? std::vector<std::string>{} : b->facts();
+        reports.push_back(run_fairness(*b, prefix, opt));
+        reports.back().facts = std::move(facts);
+    }
+    const std::string machine_table =
+        opt.cycles ? "| Machine and build | as in the cycles run above |\n" : machine_rows(m);
+    write_report(render_fairness(opt, machine_table, when, load_start, load_average(), reports),
+                 opt.fairness_markdown);
+}
+
 int run(const options& opt) {
     const machine m = machine::gather();
     const std::string prefix = random_prefix();
@@ -1729,12 +2366,15 @@ int run(const options& opt) {
 
     if (opt.cycles) run_cycles(opt, m, backends);
     if (opt.renewal) run_renewals(opt, m, backends, prefix);
+    if (opt.fairness) run_fairness_workload(opt, m, backends, prefix);
     return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+    // A waiter process of the fairness workload (started by this program itself).
+    if (argc > 1 && std::string_view(argv[1]) == "--waiter") return run_waiter(argc, argv);
     const options opt = parse_args(argc, argv);
     try {
         return run(opt);
