@@ -137,6 +137,17 @@ TEST_CASE("migrations split into statements at line-ending semicolons") {
     CHECK(parts[1].find("INSERT INTO a") != std::string::npos);
 }
 
+TEST_CASE("a DELIMITER line keeps a stored function's body in one statement") {
+    auto parts = sqlock::detail::split_statements(
+        "DROP FUNCTION IF EXISTS f;\nDELIMITER //\nCREATE FUNCTION f() RETURNS INT\nBEGIN\n"
+        "  DECLARE x INT;\n  RETURN 1;\nEND//\nDELIMITER ;\nINSERT INTO a VALUES (1);\n");
+    REQUIRE(parts.size() == 3);
+    CHECK(parts[0].starts_with("DROP FUNCTION"));
+    CHECK(parts[1].find("DECLARE x INT;\n  RETURN 1;\nEND") != std::string::npos);
+    CHECK(parts[1].find("//") == std::string::npos);
+    CHECK(parts[2].starts_with("INSERT INTO a"));
+}
+
 TEST_CASE("the table prefix replaces sqlock_ everywhere in the embedded SQL") {
     CHECK(sqlock::detail::apply_prefix("SELECT * FROM sqlock_locks JOIN sqlock_fences", "app_") ==
           "SELECT * FROM app_locks JOIN app_fences");

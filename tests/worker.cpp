@@ -28,12 +28,31 @@
 //   fair URL PREFIX KEY PRIORITY LEASE_MS ID FILE
 //       acquire KEY fairly (waiting up to 60 s), append ID to FILE while
 //       holding it, release, print "granted ID".
+//   jobs URL PREFIX JOB RUNS FILE
+//       job_runner: run JOB for run keys run-0 .. run-(RUNS-1) in a shuffled
+//       order, passing over busy ones until every key is settled; the body
+//       appends "RUNKEY PID" to FILE. Prints "ran N", "done N", "busy N".
+//   job-hang URL PREFIX JOB RUNKEY LEASE_MS FILE
+//       run JOB for RUNKEY with a body that appends "RUNKEY PID" to FILE,
+//       prints "running TOKEN" and then sleeps until killed.
+//   job-frozen URL PREFIX JOB RUNKEY LEASE_MS TABLE
+//       run JOB for RUNKEY with a body that prints "running TOKEN" and waits
+//       for SIGCONT (the parent SIGSTOPs it past its lease and continues it),
+//       then inserts ('fenced', TOKEN) into TABLE in a transaction fenced by
+//       the run's lease ("fenced ok" / "fenced rejected") and
+//       ('unfenced', TOKEN) without a fence ("unfenced ok"). Then prints
+//       "outcome STATUS".
+
+#include "support/backends.hpp"
 
 #include <sqlock/sqlock.hpp>
+
+#include <fcntl.h>
 
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -253,6 +272,106 @@ int fair(char** argv) {
 
 }  // namespace
 
+sqlock::client open_quiet(const std::string& url, const std::string& prefix) {
+    sqlock::client_options o;
+    o.table_prefix = prefix;
+    o.sweep = false;
+    return sqlock::client::open(url, o);
+}
+
+// One line appended with a single write(2) on an O_APPEND file: lines of
+// concurrent processes never interleave.
+void append_line(const std::string& file, const std::string& line) {
+    const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd < 0) throw std::runtime_error("cannot open " + file);
+    const std::string text = line + "\n";
+    const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+    ::close(fd);
+    if (!ok) throw std::runtime_error("cannot append to " + file);
+}
+
+int jobs(char** argv) {
+    sqlock::job_runner runner(open(argv[2], argv[3]), {.lease = 10s, .retry_backoff = 0ms});
+    const std::string job = argv[4];
+    const int runs = std::stoi(argv[5]);
+    const std::string file = argv[6];
+    std::vector<std::string> pending;
+    for (int i = 0; i < runs; ++i) pending.push_back("run-" + std::to_string(i));
+    std::mt19937 rng(static_cast<unsigned>(getpid()));
+    int ran = 0, done = 0, busy = 0;
+    while (!pending.empty()) {
+        std::shuffle(pending.begin(), pending.end(), rng);
+        std::vector<std::string> again;
+        for (const auto& run_key : pending) {
+            auto out = runner.run(job, run_key, [&](const sqlock::job_context& c) {
+                append_line(file, std::string(c.run_key) + " " + std::to_string(getpid()));
+                std::this_thread::sleep_for(2ms);
+                return "by " + std::to_string(getpid());
+            });
+            switch (out.status) {
+                case sqlock::job_status::ran: ++ran; break;
+                case sqlock::job_status::already_done: ++done; break;
+                case sqlock::job_status::busy:
+                    ++busy;
+                    again.push_back(run_key);
+                    break;
+                default: throw std::runtime_error(run_key + ": " + sqlock::to_string(out.status) + " " + out.error);
+            }
+        }
+        pending = std::move(again);
+        if (!pending.empty()) std::this_thread::sleep_for(5ms);
+    }
+    say("ran " + std::to_string(ran));
+    say("done " + std::to_string(done));
+    say("busy " + std::to_string(busy));
+    return 0;
+}
+
+int job_hang(char** argv) {
+    sqlock::job_runner runner(open_quiet(argv[2], argv[3]),
+                              {.lease = std::chrono::milliseconds(std::stoll(argv[6]))});
+    const std::string file = argv[7];
+    runner.run(argv[4], argv[5], [&](const sqlock::job_context& c) {
+        append_line(file, std::string(c.run_key) + " " + std::to_string(getpid()));
+        say("running " + std::to_string(c.token));
+        for (;;) std::this_thread::sleep_for(1s);
+    });
+    return 1;  // never reached: the parent kills us mid-run
+}
+
+int job_frozen(char** argv) {
+    struct sigaction sa {};
+    sa.sa_handler = on_sigcont;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGCONT, &sa, nullptr);
+    const std::string url = argv[2];
+    const std::string table = argv[7];
+    sqlock::job_runner runner(open_quiet(url, argv[3]), {.lease = std::chrono::milliseconds(std::stoll(argv[6]))});
+    auto out = runner.run(argv[4], argv[5], [&](const sqlock::job_context& c) {
+        auto app = test::raw_connection_for(url);
+        say("running " + std::to_string(c.token));
+        while (!continued.load()) std::this_thread::sleep_for(1ms);
+        auto insert = [&](const std::string& what) {
+            return "INSERT INTO " + table + " (what, token) VALUES ('" + what + "', " + std::to_string(c.token) + ")";
+        };
+        try {
+            app->begin();
+            app->fence(c.lease);
+            app->exec(insert("fenced"));
+            app->commit();
+            say("fenced ok");
+        } catch (const sqlock::lease_lost_error&) {
+            app->rollback();
+            say("fenced rejected");
+        }
+        app->exec(insert("unfenced"));
+        say("unfenced ok");
+        return std::string("frozen");
+    });
+    say(std::string("outcome ") + sqlock::to_string(out.status));
+    return 0;
+}
+
 int main(int argc, char** argv) {
     try {
         const std::string cmd = argc > 1 ? argv[1] : "";
@@ -264,6 +383,9 @@ int main(int argc, char** argv) {
         if (cmd == "churn" && argc == 7) return churn(argv);
         if (cmd == "grant-loop" && argc == 6) return grant_loop(argv);
         if (cmd == "fair" && argc == 9) return fair(argv);
+        if (cmd == "jobs" && argc == 7) return jobs(argv);
+        if (cmd == "job-hang" && argc == 8) return job_hang(argv);
+        if (cmd == "job-frozen" && argc == 8) return job_frozen(argv);
         std::cerr << "usage: see tests/worker.cpp\n";
         return 64;
     } catch (const std::exception& e) {

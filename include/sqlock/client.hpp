@@ -77,15 +77,20 @@ public:
     // Reads the key's state without changing it.
     lock_info inspect(std::string_view key);
 
-    // Deletes one batch of expired rows now (the background sweeper does the
-    // same every sweep_interval). Returns the number of rows deleted.
+    // Deletes one batch of expired rows now: unique_insert lock rows, dead
+    // waiters, and job-ledger rows older than job_retention (the background
+    // sweeper does the same every sweep_interval). Returns the rows deleted.
     std::size_t sweep();
+
+    // The database's clock (the one every lease is measured by), as UTC.
+    std::chrono::sys_time<std::chrono::milliseconds> database_time();
 
     client_stats stats() const;
     // The dialect in use: "postgres", "mysql" or "sqlite".
     std::string_view dialect() const;
 
 private:
+    friend class job_runner;
     explicit client(std::shared_ptr<detail::client_impl> impl);
     std::shared_ptr<detail::client_impl> impl_;
 };

@@ -8,12 +8,14 @@
 #include <memory>
 #include <stop_token>
 #include <string>
+#include <string_view>
 
 namespace sqlock {
 
 namespace detail {
 struct grant;
 class client_impl;
+struct lease_access;
 }
 
 // A held key. Move-only; releases the key when destroyed (never throwing:
@@ -51,6 +53,19 @@ public:
     // Throws connection_error / db_error when the database cannot answer.
     bool renew();
 
+    // The dialect of the database holding the lease: "postgres", "mysql" or "sqlite".
+    std::string_view dialect() const;
+    // The statement that fences a write by this lease inside the
+    // application's own transaction, for drivers sqlock has no helper for:
+    // bind key() and token() to its two placeholders and run it first in the
+    // transaction. It fails (PostgreSQL: SQLSTATE SQ001; MySQL: SQLSTATE 45000,
+    // error 1644, message starting "sqlock:") unless the lease holds the key
+    // right now by database time, and keeps any new grant of the key waiting
+    // until the transaction ends. PostgreSQL and MySQL only (it calls the SQL
+    // function <prefix>assert_held installed by migrate()); on SQLite use
+    // sqlock::sqlite::fence. See sqlock/postgres.hpp and sqlock/mysql.hpp.
+    std::string fence_sql() const;
+
     // Gives the key up. Idempotent. A reentrant lease gives it up when the
     // last lease sharing its grant is released. Releasing a lost lease does
     // nothing to the key's new holder. Throws connection_error / db_error.
@@ -58,6 +73,7 @@ public:
 
 private:
     friend class detail::client_impl;
+    friend struct detail::lease_access;
     explicit lease(std::shared_ptr<detail::grant> g);
     void release_quietly() noexcept;
     std::shared_ptr<detail::grant> grant_;

@@ -102,6 +102,10 @@ struct client_options {
     bool sweep = true;
     std::chrono::milliseconds sweep_interval{std::chrono::seconds(30)};
     std::size_t sweep_batch_size = 500;
+    // The sweeper also deletes job-ledger rows (see sqlock/jobs.hpp) started
+    // longer ago than this. A run key whose row is gone may run again, so
+    // keep it longer than callers may repeat a run key. Zero keeps them forever.
+    std::chrono::milliseconds job_retention{std::chrono::hours(24 * 30)};
 };
 
 }  // namespace sqlock

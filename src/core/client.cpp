@@ -594,7 +594,10 @@ void client_impl::ping_pinned(grant& g) {
 
 std::size_t client_impl::sweep_once() {
     const std::size_t n = with_session([&](session& s) {
-        return s.sweep(options_.sweep_batch_size) + s.sweep_waiters(options_.sweep_batch_size);
+        std::size_t rows = s.sweep(options_.sweep_batch_size) + s.sweep_waiters(options_.sweep_batch_size);
+        if (options_.job_retention.count() > 0)
+            rows += s.sweep_jobs(options_.job_retention.count(), options_.sweep_batch_size);
+        return rows;
     });
     rows_swept += n;
     if (n > 0) log_->debug("swept {} expired row(s)", n);
@@ -721,6 +724,11 @@ client_stats client::stats() const {
     s.waits = impl_->waits.load();
     s.wakeups = impl_->wakeups.load();
     return s;
+}
+
+std::chrono::sys_time<std::chrono::milliseconds> client::database_time() {
+    const auto ms = impl_->with_session([](detail::session& s) { return s.now_ms(); });
+    return std::chrono::sys_time<std::chrono::milliseconds>(std::chrono::milliseconds(ms));
 }
 
 std::size_t client::sweep() {

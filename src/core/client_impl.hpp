@@ -71,6 +71,11 @@ struct waiter {
     std::atomic<bool> gone{false};  // its row expired or vanished: queue again
 };
 
+// What the optional per-backend helpers (sqlock/sqlite.hpp) need of a lease.
+struct lease_access {
+    static const client_impl& client(const lease& l);
+};
+
 // Random 128-bit owner id as 32 hex digits, from the kernel's CSPRNG.
 std::string new_owner_id();
 // "host:pid:tid" of the calling thread, for people reading the lock table.
@@ -85,6 +90,7 @@ public:
     const client_options& options() const { return options_; }
     spdlog::logger& log() const { return *log_; }
     detail::dialect& dialect() { return *dialect_; }
+    const detail::dialect& dialect() const { return *dialect_; }
     const sql_library& sql() const { return sql_; }
 
     struct attempt {
@@ -138,8 +144,10 @@ public:
     ~client_impl();
     void start_watchdog();
 
-private:
+    // Throws schema_error unless the database is at required_schema_version().
     void check_schema();
+
+private:
     std::shared_ptr<grant> find_reentrant(std::string_view key);
     void notify_release();
 

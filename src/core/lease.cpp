@@ -68,6 +68,15 @@ bool lease::renew() {
     return grant_->client->renew(*grant_);
 }
 
+std::string_view lease::dialect() const { return grant_->client->dialect().name(); }
+
+std::string lease::fence_sql() const {
+    const auto d = dialect();
+    if (d == "postgres") return "SELECT " + grant_->client->sql().prefix() + "assert_held($1, $2)";
+    if (d == "mysql") return "SELECT " + grant_->client->sql().prefix() + "assert_held(?, ?)";
+    throw config_error("SQLite has no stored functions: fence a write with sqlock::sqlite::fence (sqlock/sqlite.hpp)");
+}
+
 void lease::release() {
     if (released_ || !grant_) return;
     released_ = true;

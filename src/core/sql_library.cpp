@@ -50,6 +50,7 @@ const std::string& sql_library::get(std::string_view name) const {
 std::vector<std::string> split_statements(std::string_view sql) {
     std::vector<std::string> out;
     std::string current;
+    std::string delimiter = ";";
     bool has_code = false;
     std::size_t pos = 0;
     while (pos < sql.size()) {
@@ -62,12 +63,24 @@ std::vector<std::string> split_statements(std::string_view sql) {
         std::string_view lead = trimmed;
         while (!lead.empty() && (lead.front() == ' ' || lead.front() == '\t')) lead.remove_prefix(1);
         if (lead.starts_with("--") || lead.empty()) continue;
+        // The mysql client's DELIMITER command, so that a stored function's
+        // body (full of semicolons) stays one statement in a file that the
+        // mysql client can also apply.
+        if (!has_code && (lead.starts_with("DELIMITER ") || lead.starts_with("delimiter "))) {
+            delimiter = std::string(lead.substr(10));
+            while (!delimiter.empty() && delimiter.front() == ' ') delimiter.erase(0, 1);
+            if (delimiter.empty()) throw std::invalid_argument("sqlock: DELIMITER without a delimiter");
+            continue;
+        }
         has_code = true;
-        current.append(line).push_back('\n');
-        if (trimmed.ends_with(";")) {
+        if (trimmed.ends_with(delimiter)) {
+            if (delimiter != ";") line = trimmed.substr(0, trimmed.size() - delimiter.size());
+            current.append(line).push_back('\n');
             out.push_back(current);
             current.clear();
             has_code = false;
+        } else {
+            current.append(line).push_back('\n');
         }
     }
     if (has_code) out.push_back(current);

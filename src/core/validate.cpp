@@ -95,6 +95,9 @@ void validate_client_options(const client_options& options) {
         throw config_error("sweep_batch_size must be between 1 and 10000");
     if (options.sweep_interval < std::chrono::milliseconds(10))
         throw config_error("sweep_interval must be at least 10 ms");
+    if (options.job_retention < std::chrono::milliseconds::zero() ||
+        (options.job_retention > std::chrono::milliseconds::zero() && options.job_retention < std::chrono::seconds(1)))
+        throw config_error("job_retention must be zero (keep forever) or at least one second");
 }
 
 }  // namespace sqlock::detail

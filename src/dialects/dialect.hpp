@@ -10,6 +10,7 @@
 #include <chrono>
 #include <limits>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -82,6 +83,45 @@ struct renewal {
     std::int64_t lease_ms;
 };
 
+// A row of the job ledger. Times are milliseconds since the Unix epoch by
+// the database clock; 0 when unset.
+struct job_row {
+    std::string job, run_key;
+    std::string status;  // "running", "succeeded" or "failed"
+    std::string owner, holder;
+    std::int64_t token = 0;
+    int attempts = 0;
+    std::int64_t started_ms = 0, finished_ms = 0, retry_ms = 0;
+    std::string result, last_error;
+    std::int64_t now_ms = 0;  // the database clock when the row was read
+};
+
+// A ledger write. Strings left empty are stored as NULL.
+struct job_write {
+    std::string_view job, run_key, status, owner, holder;
+    std::int64_t token = 0;
+    int attempts = 0;
+    bool starting = false;        // started_at := now, finished_at := NULL; else finished_at := now
+    std::int64_t retry_in_ms = -1;  // retry_at := now + this; negative: NULL
+    std::string_view result, last_error;
+};
+
+// The ledger statements available inside a fenced transaction.
+class ledger {
+public:
+    virtual ~ledger() = default;
+    // The run's row, locked until the transaction ends.
+    virtual std::optional<job_row> read(std::string_view job, std::string_view run_key) = 0;
+    // Inserts or overwrites the run's row.
+    virtual void write(const job_write& w) = 0;
+};
+
+// Whether a fence found the lease held; when not, why.
+struct fence_result {
+    bool held = false;
+    std::string reason;
+};
+
 // Result of trying to lock a key's row for select_for_update.
 enum class row_lock { locked, busy, missing };
 
@@ -135,6 +175,23 @@ public:
     // Round trip that proves the connection (and any open transaction) is alive.
     virtual bool ping() = 0;
 
+    // Runs body in one transaction that first fences (key, token): it checks
+    // by database time that the lease with that token holds the key, and
+    // share-locks the key's fence row so that no grant of the key can happen
+    // before the transaction ends. body returns true to commit, false to roll
+    // back. When the lease is not held, body does not run.
+    virtual fence_result fenced(std::string_view key, std::int64_t token,
+                                const std::function<bool(ledger&)>& body) = 0;
+    // The run's ledger row, unlocked; its now_ms is set even when absent
+    // (then the row is empty with status "").
+    virtual job_row job_read(std::string_view job, std::string_view run_key) = 0;
+    // Ledger rows, newest first: of one job, or of every job when job is empty.
+    virtual std::vector<job_row> job_list(std::string_view job, std::size_t limit) = 0;
+    // Deletes up to `limit` ledger rows started more than retention_ms ago.
+    virtual std::size_t sweep_jobs(std::int64_t retention_ms, std::size_t limit) = 0;
+    // The database clock, in milliseconds since the Unix epoch.
+    virtual std::int64_t now_ms() = 0;
+
     virtual lock_info inspect(std::string_view key) = 0;
     virtual int schema_version() = 0;
     // Applies the dialect's migrations newer than the current version, under a
@@ -160,6 +217,12 @@ public:
 std::string renewals_json(const std::vector<renewal>& batch);
 // The heartbeat batch as a JSON array of {"t": ticket, "ms": lease}.
 std::string heartbeats_json(const std::vector<heartbeat>& batch);
+
+// Why a lease is not held, from what a fence read ("" when it is held):
+// current is the key's last token (none: never granted), lease_token the
+// token of its lease row, live whether that lease is unexpired.
+std::string fence_reason(std::string_view key, std::int64_t token, std::optional<std::int64_t> current,
+                         std::optional<std::int64_t> lease_token, bool live);
 
 // Factories, one per backend; each throws config_error naming its CMake
 // option when the backend was left out of the build.

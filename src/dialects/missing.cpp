@@ -5,6 +5,7 @@
 #include "dialects/dialect.hpp"
 
 #include <sqlock/errors.hpp>
+#include <sqlock/lease.hpp>
 
 namespace sqlock::detail {
 
@@ -27,3 +28,12 @@ std::unique_ptr<dialect> make_sqlite(const url_parts&, const dialect_context&) {
 #endif
 
 }  // namespace sqlock::detail
+
+#ifndef SQLOCK_HAVE_SQLITE
+struct sqlite3;  // sqlite3.h: typedef struct sqlite3 sqlite3
+namespace sqlock::sqlite {
+void fence(sqlite3*, const lease&) {
+    throw config_error("this build of sqlock has no SQLite support: rebuild with -DSQLOCK_WITH_SQLITE=ON");
+}
+}  // namespace sqlock::sqlite
+#endif

@@ -25,7 +25,17 @@ public:
     virtual void exec(const std::string& sql) = 0;
     // First column of the first row as an integer (0 when no row).
     virtual std::int64_t scalar(const std::string& sql) = 0;
+    // An application transaction (SQLite: BEGIN IMMEDIATE); exec and scalar
+    // run inside it until commit or rollback.
+    virtual void begin() = 0;
+    // sqlock::<backend>::fence on the open transaction.
+    virtual void fence(const sqlock::lease& held) = 0;
+    virtual void commit() = 0;
+    virtual void rollback() = 0;
 };
+
+// A raw connection to the database of a sqlock URL.
+std::unique_ptr<raw_connection> raw_connection_for(const std::string& url);
 
 struct backend_base {
     std::string prefix = "t" + random_hex(10) + "_";

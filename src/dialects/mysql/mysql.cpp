@@ -31,6 +31,7 @@ constexpr int er_dup_entry = 1062;
 constexpr int er_lock_wait_timeout = 1205;  // also FOR UPDATE NOWAIT on MariaDB
 constexpr int er_lock_deadlock = 1213;
 constexpr int er_no_such_table = 1146;
+constexpr int er_statement_timeout = 1969;  // max_statement_time exceeded
 
 bool is_connection_error(int code) {
     switch (code) {
@@ -141,13 +142,17 @@ public:
                     count();
                     insert.executeUpdate();
                 }
-                out.token = bump(r.key);
+                out.token = bump(r.key, "bump_token");
                 if (r.ticket != no_ticket) dequeue_now(r.ticket);  // a granted waiter leaves the queue
                 exec("COMMIT");
                 in_tx_ = false;
                 return out;
             } catch (const sql::SQLException& e) {
-                if (is_contention(e.getErrorCode()) || e.getErrorCode() == er_dup_entry) {
+                // A grant blocks only on the key's rows; when the statement
+                // time limit ends that wait before the lock wait does, it is
+                // contention all the same.
+                if (is_contention(e.getErrorCode()) || e.getErrorCode() == er_dup_entry ||
+                    e.getErrorCode() == er_statement_timeout) {
                     rollback();
                     return grant_result{};
                 }
@@ -337,7 +342,7 @@ public:
     }
 
     std::int64_t bump_token(std::string_view key) override {
-        return guarded("bump_token", [&] { return bump(key); });
+        return guarded("bump_token", [&] { return bump(key, "bump_row_lock_token"); });
     }
 
     bool ping() override {
@@ -425,7 +430,152 @@ public:
         });
     }
 
+    fence_result fenced(std::string_view key, std::int64_t token,
+                        const std::function<bool(ledger&)>& body) override {
+        return guarded("fenced transaction", [&]() -> fence_result {
+            exec("START TRANSACTION");
+            in_tx_ = true;
+            try {
+                auto& fence = prepared("fence");
+                fence.setString(1, std::string(key));
+                fence.setInt64(2, token);
+                count();
+                std::unique_ptr<sql::ResultSet> rs(fence.executeQuery());
+            } catch (const sql::SQLException& e) {
+                if (e.getErrorCode() != er_signal_exception) throw;
+                rollback();
+                std::string msg = e.what();
+                if (msg.starts_with("sqlock: ")) msg.erase(0, 8);
+                return {false, msg};
+            }
+            my_ledger l(*this);
+            bool commit = false;
+            try {
+                commit = body(l);
+            } catch (const sql::SQLException&) {
+                throw;  // guarded() rolls back
+            } catch (...) {
+                rollback();
+                throw;
+            }
+            if (commit) {
+                exec("COMMIT");
+                in_tx_ = false;
+            } else {
+                rollback();
+            }
+            return {true, ""};
+        });
+    }
+
+    job_row job_read(std::string_view job, std::string_view run_key) override {
+        return guarded("reading the job ledger", [&] {
+            auto& ps = prepared("job_row");
+            ps.setString(1, std::string(job));
+            ps.setString(2, std::string(run_key));
+            count();
+            std::unique_ptr<sql::ResultSet> rs(ps.executeQuery());
+            if (!rs->next()) throw db_error(dialect_name, "", "job ledger read returned no row");
+            return to_job_row(*rs);
+        });
+    }
+
+    std::vector<job_row> job_list(std::string_view job, std::size_t limit) override {
+        return guarded("listing the job ledger", [&] {
+            auto& ps = prepared("job_list");
+            ps.setString(1, std::string(job));
+            ps.setString(2, std::string(job));
+            ps.setInt64(3, static_cast<std::int64_t>(limit));
+            count();
+            std::unique_ptr<sql::ResultSet> rs(ps.executeQuery());
+            std::vector<job_row> out;
+            while (rs->next()) out.push_back(to_job_row(*rs));
+            return out;
+        });
+    }
+
+    std::size_t sweep_jobs(std::int64_t retention_ms, std::size_t limit) override {
+        return guarded("sweep_jobs", [&] {
+            auto& ps = prepared("sweep_jobs");
+            ps.setInt64(1, retention_ms);
+            ps.setInt64(2, static_cast<std::int64_t>(limit));
+            count();
+            return static_cast<std::size_t>(ps.executeUpdate());
+        });
+    }
+
+    std::int64_t now_ms() override {
+        return guarded("reading the clock", [&] {
+            count();
+            std::unique_ptr<sql::ResultSet> rs(stmt_->executeQuery(ctx_.sql->get("now")));
+            if (!rs->next()) throw db_error(dialect_name, "", "the clock query returned no row");
+            return rs->getInt64(1);
+        });
+    }
+
 private:
+    static constexpr int er_signal_exception = 1644;  // SIGNAL SQLSTATE '45000'
+
+    static std::string text_or_empty(sql::ResultSet& rs, unsigned col) {
+        return rs.isNull(col) ? std::string() : std::string(rs.getString(col));
+    }
+    static std::int64_t int_or_zero(sql::ResultSet& rs, unsigned col) {
+        return rs.isNull(col) ? 0 : static_cast<std::int64_t>(rs.getInt64(col));
+    }
+
+    static job_row to_job_row(sql::ResultSet& rs) {
+        job_row out;
+        out.status = text_or_empty(rs, 1);
+        out.owner = text_or_empty(rs, 2);
+        out.holder = text_or_empty(rs, 3);
+        out.token = int_or_zero(rs, 4);
+        out.attempts = static_cast<int>(int_or_zero(rs, 5));
+        out.started_ms = int_or_zero(rs, 6);
+        out.finished_ms = int_or_zero(rs, 7);
+        out.retry_ms = int_or_zero(rs, 8);
+        out.result = text_or_empty(rs, 9);
+        out.last_error = text_or_empty(rs, 10);
+        out.now_ms = int_or_zero(rs, 11);
+        out.job = text_or_empty(rs, 12);
+        out.run_key = text_or_empty(rs, 13);
+        return out;
+    }
+
+    class my_ledger final : public ledger {
+    public:
+        explicit my_ledger(my_session& s) : s_(s) {}
+        std::optional<job_row> read(std::string_view job, std::string_view run_key) override {
+            auto& ps = s_.prepared("job_lock");
+            ps.setString(1, std::string(job));
+            ps.setString(2, std::string(run_key));
+            s_.count();
+            std::unique_ptr<sql::ResultSet> rs(ps.executeQuery());
+            if (!rs->next()) return std::nullopt;
+            return to_job_row(*rs);
+        }
+        void write(const job_write& w) override {
+            auto& ps = s_.prepared("job_write");
+            ps.setString(1, std::string(w.job));
+            ps.setString(2, std::string(w.run_key));
+            ps.setString(3, std::string(w.status));
+            ps.setString(4, std::string(w.owner));
+            ps.setString(5, std::string(w.holder));
+            ps.setInt64(6, w.token);
+            ps.setInt(7, w.attempts);
+            ps.setBoolean(8, w.starting);
+            ps.setInt64(9, w.retry_in_ms);
+            ps.setInt64(10, w.retry_in_ms);
+            ps.setString(11, std::string(w.result));
+            ps.setString(12, std::string(w.last_error));
+            ps.setBoolean(13, w.starting);
+            s_.count();
+            ps.executeUpdate();
+        }
+
+    private:
+        my_session& s_;
+    };
+
     static int seconds_up(std::chrono::milliseconds ms) {
         auto s = static_cast<int>((ms.count() + 999) / 1000);
         return s < 1 ? 1 : s;
@@ -475,8 +625,9 @@ private:
         return rs->next() ? rs->getInt64(1) : 0;
     }
 
-    std::int64_t bump(std::string_view key) {
-        auto& ps = prepared("bump_token");
+    // statement: bump_token for a lease grant, bump_row_lock_token for select_for_update.
+    std::int64_t bump(std::string_view key, const char* statement) {
+        auto& ps = prepared(statement);
         ps.setString(1, std::string(key));
         count();
         std::unique_ptr<sql::ResultSet> rs(ps.executeQuery());

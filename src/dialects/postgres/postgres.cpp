@@ -274,7 +274,118 @@ public:
         });
     }
 
+    fence_result fenced(std::string_view key, std::int64_t token,
+                        const std::function<bool(ledger&)>& body) override {
+        return guarded("fenced transaction", [&]() -> fence_result {
+            pqxx::work tx(*conn_, "sqlock fenced");
+            try {
+                count();
+                tx.exec_prepared(prepared("fence"), std::string(key), token);
+            } catch (const pqxx::sql_error& e) {
+                if (e.sqlstate() != fence_sqlstate) throw;
+                return {false, fence_message(e)};
+            }
+            pg_ledger l(*this, tx);
+            if (body(l)) {
+                count();
+                tx.commit();
+            }
+            return {true, ""};
+        });
+    }
+
+    job_row job_read(std::string_view job, std::string_view run_key) override {
+        return guarded("reading the job ledger", [&] {
+            pqxx::nontransaction tx(*conn_);
+            count();
+            return to_job_row(tx.exec_prepared(prepared("job_row"), std::string(job), std::string(run_key))[0]);
+        });
+    }
+
+    std::vector<job_row> job_list(std::string_view job, std::size_t limit) override {
+        return guarded("listing the job ledger", [&] {
+            pqxx::nontransaction tx(*conn_);
+            count();
+            std::vector<job_row> out;
+            for (const auto& row : tx.exec_prepared(prepared("job_list"), std::string(job),
+                                                    static_cast<std::int64_t>(limit)))
+                out.push_back(to_job_row(row));
+            return out;
+        });
+    }
+
+    std::size_t sweep_jobs(std::int64_t retention_ms, std::size_t limit) override {
+        return guarded("sweep_jobs", [&] {
+            pqxx::nontransaction tx(*conn_);
+            count();
+            return static_cast<std::size_t>(
+                tx.exec_prepared(prepared("sweep_jobs"), retention_ms, static_cast<std::int64_t>(limit))
+                    .affected_rows());
+        });
+    }
+
+    std::int64_t now_ms() override {
+        return guarded("reading the clock", [&] {
+            pqxx::nontransaction tx(*conn_);
+            count();
+            return tx.exec_prepared(prepared("now"))[0][0].as<std::int64_t>();
+        });
+    }
+
 private:
+    // SQLSTATE raised by sqlock_assert_held.
+    static constexpr const char* fence_sqlstate = "SQ001";
+
+    static std::string fence_message(const pqxx::sql_error& e) {
+        std::string msg = trim(e.what());
+        if (auto at = msg.find("sqlock: "); at != std::string::npos) msg.erase(0, at + 8);
+        if (auto nl = msg.find('\n'); nl != std::string::npos) msg.erase(nl);
+        return msg;
+    }
+
+    static std::string text_or_empty(const pqxx::field& f) { return f.is_null() ? std::string() : f.as<std::string>(); }
+    static std::int64_t int_or_zero(const pqxx::field& f) { return f.is_null() ? 0 : f.as<std::int64_t>(); }
+
+    static job_row to_job_row(const pqxx::row& r) {
+        job_row out;
+        out.status = text_or_empty(r[0]);
+        out.owner = text_or_empty(r[1]);
+        out.holder = text_or_empty(r[2]);
+        out.token = int_or_zero(r[3]);
+        out.attempts = static_cast<int>(int_or_zero(r[4]));
+        out.started_ms = int_or_zero(r[5]);
+        out.finished_ms = int_or_zero(r[6]);
+        out.retry_ms = int_or_zero(r[7]);
+        out.result = text_or_empty(r[8]);
+        out.last_error = text_or_empty(r[9]);
+        out.now_ms = int_or_zero(r[10]);
+        out.job = text_or_empty(r[11]);
+        out.run_key = text_or_empty(r[12]);
+        return out;
+    }
+
+    class pg_ledger final : public ledger {
+    public:
+        pg_ledger(pg_session& s, pqxx::work& tx) : s_(s), tx_(tx) {}
+        std::optional<job_row> read(std::string_view job, std::string_view run_key) override {
+            s_.count();
+            auto res = tx_.exec_prepared(s_.prepared("job_lock"), std::string(job), std::string(run_key));
+            if (res.empty()) return std::nullopt;
+            return to_job_row(res[0]);
+        }
+        void write(const job_write& w) override {
+            s_.count();
+            tx_.exec_prepared(s_.prepared("job_write"), std::string(w.job), std::string(w.run_key),
+                              std::string(w.status), std::string(w.owner), std::string(w.holder), w.token,
+                              w.attempts, w.starting, w.retry_in_ms, std::string(w.result),
+                              std::string(w.last_error));
+        }
+
+    private:
+        pg_session& s_;
+        pqxx::work& tx_;
+    };
+
     void count() {
         if (ctx_.statements) ++*ctx_.statements;
     }

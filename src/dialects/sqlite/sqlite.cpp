@@ -1,11 +1,13 @@
 // SQLite dialect: the embedded default. One writer at a time, so a lease
 // grant is a single statement; WAL lets readers run beside it.
 
+#include "core/client_impl.hpp"
 #include "core/sql_library.hpp"
 #include "core/url.hpp"
 #include "dialects/dialect.hpp"
 
 #include <sqlock/errors.hpp>
+#include <sqlock/sqlite.hpp>
 
 #include <sqlite3.h>
 #include <sys/syscall.h>
@@ -107,7 +109,8 @@ public:
     query& operator=(const query&) = delete;
 
     query& bind(int i, std::string_view v) {
-        check(sqlite3_bind_text(st_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT));
+        // A null data pointer would bind NULL; an empty view is the empty string.
+        check(sqlite3_bind_text(st_, i, v.data() ? v.data() : "", static_cast<int>(v.size()), SQLITE_TRANSIENT));
         return *this;
     }
     query& bind(int i, std::int64_t v) {
@@ -329,7 +332,109 @@ public:
         cache_clear();
     }
 
+    fence_result fenced(std::string_view key, std::int64_t token,
+                        const std::function<bool(ledger&)>& body) override {
+        // One turn at the write lock for the whole transaction: the
+        // statements inside must not queue for it again.
+        std::unique_lock turn(*writers_);
+        in_write_tx_ = true;
+        struct leave {
+            bool& flag;
+            ~leave() { flag = false; }
+        } leave_tx{in_write_tx_};
+        exec("BEGIN IMMEDIATE");
+        try {
+            fence_result verdict;
+            {
+                auto q = prepare("fence");
+                q.bind(1, key);
+                q.step();  // always one row
+                verdict.reason = fence_reason(key, token, q.null(0) ? std::nullopt : std::optional(q.integer(0)),
+                                              q.null(1) ? std::nullopt : std::optional(q.integer(1)),
+                                              !q.null(2) && q.integer(2) != 0);
+            }
+            verdict.held = verdict.reason.empty();
+            sqlite_ledger l(*this);
+            if (verdict.held && body(l)) {
+                exec("COMMIT");
+            } else {
+                exec("ROLLBACK");
+            }
+            return verdict;
+        } catch (...) {
+            sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+            throw;
+        }
+    }
+
+    job_row job_read(std::string_view job, std::string_view run_key) override {
+        auto q = prepare("job_row");
+        q.bind(1, job).bind(2, run_key);
+        q.step();  // always one row
+        return to_job_row(q);
+    }
+
+    std::vector<job_row> job_list(std::string_view job, std::size_t limit) override {
+        auto q = prepare("job_list");
+        q.bind(1, job).bind(2, static_cast<std::int64_t>(limit));
+        std::vector<job_row> out;
+        while (q.step()) out.push_back(to_job_row(q));
+        return out;
+    }
+
+    std::size_t sweep_jobs(std::int64_t retention_ms, std::size_t limit) override {
+        auto q = prepare("sweep_jobs");
+        q.bind(1, retention_ms).bind(2, static_cast<std::int64_t>(limit));
+        q.run();
+        return static_cast<std::size_t>(q.changes());
+    }
+
+    std::int64_t now_ms() override {
+        auto q = prepare("now");
+        q.step();
+        return q.integer(0);
+    }
+
 private:
+    static job_row to_job_row(const query& q) {
+        job_row out;
+        out.status = q.text(0);
+        out.owner = q.text(1);
+        out.holder = q.text(2);
+        out.token = q.integer(3);
+        out.attempts = static_cast<int>(q.integer(4));
+        out.started_ms = q.integer(5);
+        out.finished_ms = q.integer(6);
+        out.retry_ms = q.integer(7);
+        out.result = q.text(8);
+        out.last_error = q.text(9);
+        out.now_ms = q.integer(10);
+        out.job = q.text(11);
+        out.run_key = q.text(12);
+        return out;
+    }
+
+    class sqlite_ledger final : public ledger {
+    public:
+        explicit sqlite_ledger(sqlite_session& s) : s_(s) {}
+        std::optional<job_row> read(std::string_view job, std::string_view run_key) override {
+            auto q = s_.prepare("job_lock");
+            q.bind(1, job).bind(2, run_key);
+            if (!q.step()) return std::nullopt;
+            return to_job_row(q);
+        }
+        void write(const job_write& w) override {
+            auto q = s_.prepare("job_write");
+            q.bind(1, w.job).bind(2, w.run_key).bind(3, w.status).bind(4, w.owner).bind(5, w.holder);
+            q.bind(6, w.token).bind(7, std::int64_t{w.attempts}).bind(8, std::int64_t{w.starting});
+            q.bind(9, w.retry_in_ms).bind(10, w.result).bind(11, w.last_error);
+            q.run();
+        }
+
+    private:
+        sqlite_session& s_;
+    };
+
     [[noreturn]] static void no_row_locks() {
         throw config_error("select_for_update is not available on SQLite");
     }
@@ -358,7 +463,7 @@ private:
             if (rc != SQLITE_OK) fail(db_, rc, "preparing " + name);
             it = cache_.emplace(name, st).first;
         }
-        return query(db_, it->second, ctx_.statements, writers_.get());
+        return query(db_, it->second, ctx_.statements, in_write_tx_ ? nullptr : writers_.get());
     }
 
     // Prepared statements refer to the schema; after a migration, prepare anew.
@@ -371,6 +476,7 @@ private:
     std::shared_ptr<write_queue> writers_;
     sqlite3* db_ = nullptr;
     std::map<std::string, sqlite3_stmt*> cache_;
+    bool in_write_tx_ = false;  // this session holds the process's write turn
 };
 
 class sqlite_dialect final : public dialect {
@@ -396,3 +502,42 @@ std::unique_ptr<dialect> make_sqlite(const url_parts& url, const dialect_context
 }
 
 }  // namespace sqlock::detail
+
+namespace sqlock::sqlite {
+
+void fence(sqlite3* db, const lease& held) {
+    using namespace detail;
+    if (!db) throw config_error("sqlock::sqlite::fence: the database handle is null");
+    if (held.dialect() != dialect_name)
+        throw config_error("sqlock::sqlite::fence needs a lease from a SQLite client, not " +
+                           std::string(held.dialect()));
+    if (sqlite3_get_autocommit(db))
+        throw config_error("sqlock::sqlite::fence needs an open transaction: run BEGIN IMMEDIATE first");
+    const sql_library& sql = lease_access::client(held).sql();
+    // The statements compare expiries with <prefix>now_ms(), the clock every
+    // sqlock connection uses; give the application's connection the same one.
+    const std::string now_fn = sql.prefix() + "now_ms";
+    sqlite3_create_function_v2(db, now_fn.c_str(), 0, SQLITE_UTF8, nullptr, sql_now_ms, nullptr, nullptr, nullptr);
+    auto run = [&](const char* name, auto&& on_row) {
+        const std::string& text = sql.get(name);
+        sqlite3_stmt* raw = nullptr;
+        int rc = sqlite3_prepare_v2(db, text.c_str(), static_cast<int>(text.size()), &raw, nullptr);
+        std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)> st(raw, sqlite3_finalize);
+        if (rc != SQLITE_OK) fail(db, rc, std::string("sqlock fence: preparing ") + name);
+        sqlite3_bind_text(st.get(), 1, held.key().data(), static_cast<int>(held.key().size()), SQLITE_TRANSIENT);
+        while ((rc = sqlite3_step(st.get())) == SQLITE_ROW) on_row(st.get());
+        if (rc != SQLITE_DONE) fail(db, sqlite3_extended_errcode(db), std::string("sqlock fence: ") + name);
+    };
+    run("fence_lock", [](sqlite3_stmt*) {});
+    std::string reason = "the fence read no row";
+    run("fence", [&](sqlite3_stmt* st) {
+        auto opt = [&](int col) {
+            return sqlite3_column_type(st, col) == SQLITE_NULL ? std::nullopt
+                                                               : std::optional(sqlite3_column_int64(st, col));
+        };
+        reason = fence_reason(held.key(), held.token(), opt(0), opt(1), sqlite3_column_int64(st, 2) != 0);
+    });
+    if (!reason.empty()) throw lease_lost_error(reason);
+}
+
+}  // namespace sqlock::sqlite

@@ -1,0 +1,23 @@
+#pragma once
+// Fenced writes for applications that use SQLite through its C API. Optional:
+// include it only if you link SQLite yourself (SQLite::SQLite3).
+
+#include <sqlock/lease.hpp>
+
+#include <sqlite3.h>
+
+namespace sqlock::sqlite {
+
+// Fences the write transaction open on db (same database file as the lease's
+// client): takes SQLite's write lock now, then checks by the database clock
+// that `held` still holds its key with its token. SQLite has one writer, so
+// no grant of the key can happen before this transaction commits or rolls
+// back: what it writes commits while the lease is held, or not at all.
+// Begin the transaction with BEGIN IMMEDIATE (a deferred transaction that has
+// already read may fail here with SQLITE_BUSY).
+// Throws lease_lost_error when the lease is not held (roll back then),
+// config_error when no transaction is open or the lease is not a SQLite one,
+// db_error when SQLite fails. Not thread-safe for one db handle, like SQLite.
+void fence(sqlite3* db, const lease& held);
+
+}  // namespace sqlock::sqlite

@@ -1,0 +1,2 @@
+-- The database clock in milliseconds since the Unix epoch.
+SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint

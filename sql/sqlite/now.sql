@@ -1,0 +1,2 @@
+-- The database clock in milliseconds since the Unix epoch.
+SELECT sqlock_now_ms()
