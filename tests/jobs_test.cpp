@@ -88,6 +88,22 @@ TEST_CASE_TEMPLATE("a run key runs once and later calls get the stored result", 
     CHECK(runner.records().size() == 3);
 }
 
+TEST_CASE_TEMPLATE("jobs run under every lease mode the backend has", Db, ALL_BACKENDS) {
+    Db db;
+    for (auto m : {sqlock::mode::unique_insert, sqlock::mode::conditional_update, sqlock::mode::select_for_update}) {
+        if (m == sqlock::mode::select_for_update && !db.row_locks()) continue;
+        CAPTURE(sqlock::to_string(m));
+        sqlock::job_runner runner(db.open(), {.mode = m});
+        auto out = runner.run("modes", sqlock::to_string(m), [](const sqlock::job_context& c) {
+            return std::string(sqlock::to_string(c.lease.mode()));
+        });
+        CHECK(out.status == sqlock::job_status::ran);
+        CHECK(out.record.result == sqlock::to_string(m));
+        CHECK(runner.run("modes", sqlock::to_string(m), [](const sqlock::job_context&) {}).status ==
+              sqlock::job_status::already_done);
+    }
+}
+
 TEST_CASE_TEMPLATE("a run held by another instance is busy and does not run", Db, ALL_BACKENDS) {
     Db db;
     sqlock::job_runner a(db.open());
