@@ -182,4 +182,56 @@ TEST_CASE_TEMPLATE("a select_for_update holder whose connection is killed learns
     CHECK(next.token() > old_token);
 }
 
+TEST_CASE_TEMPLATE("a job whose database stops while it runs records its outcome once the database is back", Db,
+                   SERVER_BACKENDS) {
+    Db db;
+    test::server_comes_back guard{db.name()};
+    sqlock::client_options o = db.options();
+    o.connect_timeout = 2s;
+    o.statement_timeout = 3s;
+    sqlock::job_runner runner(sqlock::client::open(db.url(), o), {.lease = 30s});
+    std::thread restarter;
+    auto out = runner.run("outage", "during-body", [&](const sqlock::job_context&) {
+        test::servers("stop-one " + db.name());
+        restarter = std::thread([&] {
+            std::this_thread::sleep_for(1500ms);
+            test::servers("start-one " + db.name());
+        });
+        return std::string("done while the database was away");
+    });
+    restarter.join();
+    CHECK(out.status == sqlock::job_status::ran);
+    CHECK(out.record.status == "succeeded");
+    CHECK(out.record.attempts == 1);
+}
+
+TEST_CASE_TEMPLATE("a job whose database stays away past its lease is lost, not done, and runs again later", Db,
+                   SERVER_BACKENDS) {
+    Db db;
+    test::server_comes_back guard{db.name()};
+    sqlock::client_options o = db.options();
+    o.connect_timeout = 1s;
+    o.statement_timeout = 1s;
+    sqlock::job_runner runner(sqlock::client::open(db.url(), o), {.lease = 3s});
+    std::int64_t first_token = 0;
+    auto out = runner.run("outage", "past-lease", [&](const sqlock::job_context& c) {
+        first_token = c.token;
+        test::servers("stop-one " + db.name());
+        return std::string("done, but nobody will know");
+    });
+    CHECK(out.status == sqlock::job_status::lost);
+    CHECK(out.executed);
+    CHECK(out.error.find("could not be recorded") != std::string::npos);
+
+    test::servers("start-one " + db.name());
+    sqlock::job_runner later(db.open(), {.wait = 30s});
+    auto again = later.run("outage", "past-lease", [](const sqlock::job_context& c) {
+        CHECK(c.attempt == 2);
+        return std::string("done");
+    });
+    CHECK(again.status == sqlock::job_status::ran);
+    CHECK(again.record.attempts == 2);
+    CHECK(again.record.token > first_token);
+}
+
 }  // TEST_SUITE("fault")

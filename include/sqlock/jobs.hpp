@@ -102,7 +102,9 @@ public:
     // Job names are 1 to 100 bytes of [A-Za-z0-9._/-]; run keys 1 to 128
     // bytes of UTF-8 without NUL; results at most 64 KiB of UTF-8. Throws
     // config_error for bad input, connection_error / db_error / schema_error
-    // when the database fails before the job ran.
+    // when the database fails before the body ran. Once the body has run,
+    // recording its outcome is retried until the lease runs out; then the
+    // outcome is lost.
     template <class F>
     job_outcome run(std::string_view job, std::string_view run_key, F&& body);
     // The same, with the run key of the current period (see every).

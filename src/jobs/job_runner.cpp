@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <thread>
 
 namespace sqlock {
 
@@ -232,7 +233,11 @@ job_outcome job_runner::run_body(std::string_view job, std::string_view run_key,
         job_outcome out;
         out.status = job_status::lost;
         out.error = std::move(why);
-        out.record = to_record(read(), job, run_key);
+        try {
+            out.record = to_record(read(), job, run_key);
+        } catch (const sqlock::error&) {
+            // The database may be the reason the lease was lost.
+        }
         return out;
     };
 
@@ -329,12 +334,31 @@ job_outcome job_runner::run_body(std::string_view job, std::string_view run_key,
         }
     }
     w.last_error = stored_error;
-    auto recorded = impl.with_session([&](detail::session& s) {
-        return s.fenced(key, token, [&](detail::ledger& l) {
-            l.write(w);
-            return true;
-        });
-    });
+    // The body has run: a database that cannot be reached now is retried
+    // until the lease is gone, rather than thrown at a caller who would not
+    // know whether the job ran. If it stays unreachable, the run stays
+    // "running" in the ledger and the next caller retries it once the lease
+    // has expired.
+    detail::fence_result recorded;
+    for (auto pause = std::chrono::milliseconds(50);; pause = std::min(pause * 2, std::chrono::milliseconds(1000))) {
+        try {
+            recorded = impl.with_session([&](detail::session& s) {
+                return s.fenced(key, token, [&](detail::ledger& l) {
+                    l.write(w);
+                    return true;
+                });
+            });
+            break;
+        } catch (const sqlock::error& e) {
+            if (held->lost()) {
+                recorded = {false, std::string("the outcome could not be recorded before the lease ran out: ") +
+                                       e.what()};
+                break;
+            }
+            impl.log().warn("recording the run '{}' failed, retrying: {}", key, e.what());
+            std::this_thread::sleep_for(pause);
+        }
+    }
     if (!recorded.held) {
         auto lost = lost_outcome(recorded.reason + (error.empty() ? std::string() : " (the job failed: " + error + ")"));
         lost.executed = true;
@@ -345,7 +369,11 @@ job_outcome job_runner::run_body(std::string_view job, std::string_view run_key,
     } catch (const std::exception& e) {
         impl.log().warn("releasing the run '{}' failed: {} (the lease expires on its own)", key, e.what());
     }
-    out.record = to_record(read(), job, run_key);
+    try {
+        out.record = to_record(read(), job, run_key);
+    } catch (const sqlock::error& e) {
+        impl.log().warn("reading back the run '{}' failed: {}", key, e.what());
+    }
     return out;
 }
 
