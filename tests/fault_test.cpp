@@ -113,9 +113,7 @@ TEST_CASE_TEMPLATE("a stopped server gives connection errors, never a hang, and 
                    Db, SERVER_BACKENDS) {
     Db db;
     test::server_comes_back guard{db.name()};
-    sqlock::client_options o = db.options();
-    o.connect_timeout = 2s;
-    o.statement_timeout = 3s;
+    const sqlock::client_options o = db.options(2s, 3s);
     auto c = sqlock::client::open(db.url(), o);
 
     std::optional<sqlock::lease> held = c.try_acquire("fault/outage/held", {.lease = 30s});
@@ -186,9 +184,7 @@ TEST_CASE_TEMPLATE("a job whose database stops while it runs records its outcome
                    SERVER_BACKENDS) {
     Db db;
     test::server_comes_back guard{db.name()};
-    sqlock::client_options o = db.options();
-    o.connect_timeout = 2s;
-    o.statement_timeout = 3s;
+    const sqlock::client_options o = db.options(2s, 3s);
     sqlock::job_runner runner(sqlock::client::open(db.url(), o), {.lease = 30s});
     std::thread restarter;
     auto out = runner.run("outage", "during-body", [&](const sqlock::job_context&) {
@@ -209,9 +205,7 @@ TEST_CASE_TEMPLATE("a job whose database stays away past its lease is lost, not 
                    SERVER_BACKENDS) {
     Db db;
     test::server_comes_back guard{db.name()};
-    sqlock::client_options o = db.options();
-    o.connect_timeout = 1s;
-    o.statement_timeout = 1s;
+    const sqlock::client_options o = db.options(1s, 1s);
     sqlock::job_runner runner(sqlock::client::open(db.url(), o), {.lease = 3s});
     std::int64_t first_token = 0;
     auto out = runner.run("outage", "past-lease", [&](const sqlock::job_context& c) {

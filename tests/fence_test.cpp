@@ -6,14 +6,11 @@
 #include "support/doctest_types.hpp"
 #include "support/helpers.hpp"
 
-#include "core/url.hpp"
-
 #include <sqlock/mysql.hpp>
 #include <sqlock/postgres.hpp>
 #include <sqlock/sqlite.hpp>
 #include <sqlock/sqlock.hpp>
 
-#include <cppconn/driver.h>
 
 #include <chrono>
 #include <string>
@@ -194,18 +191,12 @@ TEST_CASE_TEMPLATE("a fence outside a transaction or with another database's lea
     auto held = db.open().try_acquire("k/misuse");
     REQUIRE(foreign);
     REQUIRE(held);
-    const auto u = sqlock::detail::parse_url(db.url());
-    sql::ConnectOptionsMap opts;
-    opts["hostName"] = sql::SQLString("tcp://" + u.host + ":" + std::to_string(u.port));
-    opts["userName"] = sql::SQLString(u.user);
-    opts["password"] = sql::SQLString(u.password);
-    opts["schema"] = sql::SQLString(u.database);
-    std::unique_ptr<sql::Connection> conn(get_driver_instance()->connect(opts));
-    CHECK_THROWS_AS(sqlock::mysql::fence(*conn, *held), sqlock::config_error);  // autocommit on
-    conn->setAutoCommit(false);
-    CHECK_THROWS_AS(sqlock::mysql::fence(*conn, *foreign), sqlock::config_error);
-    sqlock::mysql::fence(*conn, *held);
-    conn->rollback();
+    auto app = db.raw();
+    CHECK_THROWS_AS(app->fence(*held), sqlock::config_error);  // autocommit on
+    app->begin();
+    CHECK_THROWS_AS(app->fence(*foreign), sqlock::config_error);
+    app->fence(*held);
+    app->rollback();
 }
 
 }  // TEST_SUITE("fence")

@@ -387,9 +387,7 @@ TEST_CASE_TEMPLATE("the watchdog reports a select_for_update lease lost soon aft
 TEST_CASE_TEMPLATE("leases held across a server restart stay held and keep being renewed", Db, SERVER_BACKENDS) {
     Db db;
     test::server_comes_back guard{db.name()};
-    sqlock::client_options o = db.options();
-    o.connect_timeout = 2s;
-    o.statement_timeout = 3s;
+    const sqlock::client_options o = db.options(2s, 3s);
     auto holder = sqlock::client::open(db.url(), o);
     auto other = sqlock::client::open(db.url(), o);
 
@@ -421,9 +419,7 @@ TEST_CASE_TEMPLATE(
     Db, SERVER_BACKENDS) {
     Db db;
     test::server_comes_back guard{db.name()};
-    sqlock::client_options o = db.options();
-    o.connect_timeout = 2s;
-    o.statement_timeout = 3s;
+    sqlock::client_options o = db.options(2s, 3s);
     o.sweep = false;  // keep the expired unique_insert row for the comparison below
     auto holder = sqlock::client::open(db.url(), o);
     std::atomic<int> lost_calls{0};

@@ -82,6 +82,14 @@ sqlock::client open(const std::string& url, const std::string& prefix) {
     return sqlock::client::open(url, o);
 }
 
+// A client without the background sweeper.
+sqlock::client open_quiet(const std::string& url, const std::string& prefix) {
+    sqlock::client_options o;
+    o.table_prefix = prefix;
+    o.sweep = false;
+    return sqlock::client::open(url, o);
+}
+
 void say(const std::string& line) {
     std::cout << line << std::endl;  // flushed: the parent reads line by line
 }
@@ -163,10 +171,7 @@ int frozen(char** argv) {
     sigaction(SIGCONT, &sa, nullptr);
     // No sweeper: after the grant, the only statements this process sends
     // are renewals, the first a third of a lease later.
-    sqlock::client_options o;
-    o.table_prefix = argv[3];
-    o.sweep = false;
-    auto db = sqlock::client::open(argv[2], o);
+    auto db = open_quiet(argv[2], argv[3]);
     auto lease = db.acquire(argv[4], 30s,
                             {.mode = parse_mode(argv[5]),
                              .lease = std::chrono::milliseconds(std::stoll(argv[6])),
@@ -188,10 +193,7 @@ int frozen(char** argv) {
 }
 
 int grant_loop(char** argv) {
-    sqlock::client_options o;
-    o.table_prefix = argv[3];
-    o.sweep = false;  // grants and releases only
-    auto db = sqlock::client::open(argv[2], o);
+    auto db = open_quiet(argv[2], argv[3]);  // grants and releases only
     const std::string key = argv[4];
     const auto lease_len = std::chrono::milliseconds(std::stoll(argv[5]));
     say("looping");
@@ -271,13 +273,6 @@ int fair(char** argv) {
 }
 
 }  // namespace
-
-sqlock::client open_quiet(const std::string& url, const std::string& prefix) {
-    sqlock::client_options o;
-    o.table_prefix = prefix;
-    o.sweep = false;
-    return sqlock::client::open(url, o);
-}
 
 // One line appended with a single write(2) on an O_APPEND file: lines of
 // concurrent processes never interleave.

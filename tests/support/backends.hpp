@@ -5,6 +5,7 @@
 
 #include <sqlock/sqlock.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -42,6 +43,14 @@ struct backend_base {
     sqlock::client_options options() const {
         sqlock::client_options o;
         o.table_prefix = prefix;
+        return o;
+    }
+    // options() with short bounds, for tests that stop the server.
+    sqlock::client_options options(std::chrono::milliseconds connect_timeout,
+                                   std::chrono::milliseconds statement_timeout) const {
+        auto o = options();
+        o.connect_timeout = connect_timeout;
+        o.statement_timeout = statement_timeout;
         return o;
     }
     // The prefixed table name, e.g. table("locks").
