@@ -80,7 +80,7 @@ TEST_CASE_TEMPLATE("a fixed lease runs out and is reported lost once", Db, ALL_B
     REQUIRE(test::eventually([&] { return calls.load() == 1; }));
     CHECK(l->lost());
     CHECK(stop.stop_requested());
-    CHECK(callback_thread != std::this_thread::get_id());  // the watchdog thread
+    CHECK(callback_thread != std::this_thread::get_id());  // the client's callback thread
     CHECK(other.acquire("k", 5s).token() > l->token());
     std::this_thread::sleep_for(300ms);
     CHECK(calls == 1);
@@ -141,13 +141,15 @@ TEST_CASE_TEMPLATE("a lease whose row is taken away is lost at the next renewal"
 TEST_CASE_TEMPLATE("callbacks run outside the client's locks and their exceptions are contained", Db, ALL_BACKENDS) {
     Db db;
     auto c = db.open();
-    std::atomic<bool> reentered{false};
+    std::atomic<bool> reentered{false}, unblock{false};
     std::atomic<int> renew_calls{0};
     auto doomed = c.try_acquire("a", {.lease = 200ms,
                                       .auto_renew = false,
                                       .on_lost = [&](const std::string&, std::int64_t) {
                                           // Calling back into the client from the callback must not deadlock.
                                           reentered = c.inspect("a").token > 0 && c.try_acquire("other").has_value();
+                                          // A callback that blocks must not hold up other leases' renewals.
+                                          test::eventually([&] { return unblock.load(); }, 10s);
                                           throw std::runtime_error("callback failure");
                                       }});
     auto kept = c.try_acquire("b", {.lease = 600ms, .on_renewed = [&](const std::string&, std::int64_t) {
@@ -157,6 +159,11 @@ TEST_CASE_TEMPLATE("callbacks run outside the client's locks and their exception
     REQUIRE(doomed);
     REQUIRE(kept);
     REQUIRE(test::eventually([&] { return reentered.load(); }, 5s));
+    const auto renewals = c.stats().renewals;
+    std::this_thread::sleep_for(1500ms);  // two and a half of kept's leases, with the callback blocked
+    CHECK(c.stats().renewals >= renewals + 3);
+    CHECK_FALSE(kept->lost());
+    unblock = true;
     CHECK(test::eventually([&] { return renew_calls.load() >= 3; }, 5s));
     CHECK_FALSE(kept->lost());  // the throwing observer did not stop renewals
 }

@@ -60,10 +60,12 @@ struct lock_options {
     // Stop renewing this long after the grant (zero: no cap); the lease then
     // runs out like a fixed one and is reported lost at its deadline.
     std::chrono::milliseconds max_hold{0};
-    // Called exactly once when the lease is lost: on the watchdog thread,
-    // outside every sqlock mutex; an exception it throws is caught and logged.
+    // Called exactly once when the lease is lost, on the client's callback
+    // thread (one per client: callbacks run one at a time, in order, and a
+    // slow one delays other callbacks but never a renewal), outside every
+    // sqlock mutex; an exception it throws is caught and logged.
     std::function<void(const std::string& key, std::int64_t token)> on_lost;
-    // Called on the watchdog thread after each successful automatic renewal.
+    // Called on the callback thread after each successful renewal.
     std::function<void(const std::string& key, std::int64_t token)> on_renewed;
     // Fair mode: a blocking acquire() queues as a waiter and the key goes to
     // the live waiter with the highest priority, then the earliest arrival.

@@ -62,11 +62,29 @@ client_impl::~client_impl() {
         else listener_.join();
     }
     if (watchdog_) stop_watchdog_thread(*watchdog_);
+    if (callbacks_) stop_callback_thread(*callbacks_);
 }
 
 void client_impl::start_watchdog() {
     watchdog_ = std::make_shared<watchdog_core>();
     start_watchdog_thread(watchdog_, weak_from_this());
+    callbacks_ = std::make_shared<callback_queue>();
+    start_callback_thread(callbacks_);
+}
+
+// Runs `which` of the grant's callbacks on the callback thread. The closure
+// holds the grant, so the callback runs even if the lease is dropped first.
+void client_impl::post(grant& g, std::function<void(const std::string&, std::int64_t)> grant::*which,
+                       const char* name) {
+    post_callback(*callbacks_, [g = g.shared_from_this(), which, name] {
+        try {
+            ((*g).*which)(g->key, g->token);
+        } catch (const std::exception& e) {
+            g->client->log().error("{} callback for '{}' threw: {}", name, g->key, e.what());
+        } catch (...) {
+            g->client->log().error("{} callback for '{}' threw a non-standard exception", name, g->key);
+        }
+    });
 }
 
 void client_impl::watch(const std::shared_ptr<grant>& g) {
@@ -395,15 +413,7 @@ void client_impl::mark_lost(grant& g) {
     log_->log(g.auto_renew ? spdlog::level::warn : spdlog::level::info, "lease on '{}' (token {}) is lost", g.key,
               g.token);
     g.stop.request_stop();
-    if (g.on_lost) {
-        // Run by the watchdog thread, outside every sqlock mutex. The queue
-        // holds the grant, so the callback runs even if the lease is dropped.
-        {
-            std::lock_guard lock(watchdog_->mu);
-            watchdog_->lost_queue.push_back(g.shared_from_this());
-        }
-        watchdog_->cv.notify_one();
-    }
+    if (g.on_lost) post(g, &grant::on_lost, "on_lost");
 }
 
 // Lost unless the lease was released meanwhile (a release deletes or clears
@@ -533,19 +543,12 @@ void client_impl::renew_batch(std::vector<std::shared_ptr<grant>>& chunk) {
 }
 
 // A confirmed renewal sent at `sent`: move the deadline and the next renewal
-// on, and tell the observer (its exceptions are logged, never propagated).
+// on, and tell the observer.
 void client_impl::renewed_at(grant& g, std::int64_t sent) {
     g.deadline_ns = sent + (g.lease_ms - g.margin_ms) * 1'000'000;
     g.next_renew_ns = sent + g.interval_ns;
     ++renewals;
-    if (!g.on_renewed) return;
-    try {
-        g.on_renewed(g.key, g.token);
-    } catch (const std::exception& e) {
-        log_->error("on_renewed callback for '{}' threw: {}", g.key, e.what());
-    } catch (...) {
-        log_->error("on_renewed callback for '{}' threw", g.key);
-    }
+    if (g.on_renewed) post(g, &grant::on_renewed, "on_renewed");
 }
 
 void client_impl::beat_waiters(std::vector<std::shared_ptr<waiter>>& chunk) {

@@ -170,8 +170,10 @@ private:
     void ping_pinned(grant& g);
     void renewed_at(grant& g, std::int64_t sent);
     void watch(const std::shared_ptr<grant>& g);
+    void post(grant& g, std::function<void(const std::string&, std::int64_t)> grant::*which, const char* name);
 
     std::shared_ptr<struct watchdog_core> watchdog_;
+    std::shared_ptr<struct callback_queue> callbacks_;
     std::int64_t next_sweep_ns_ = 0;  // watchdog thread only
 
     std::mutex held_mu_;

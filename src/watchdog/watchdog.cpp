@@ -13,29 +13,18 @@ std::chrono::steady_clock::time_point as_time_point(std::int64_t ns) {
     return std::chrono::steady_clock::time_point(std::chrono::nanoseconds(ns));
 }
 
-void run_on_lost(grant& g, spdlog::logger& log) {
-    try {
-        g.on_lost(g.key, g.token);
-    } catch (const std::exception& e) {
-        log.error("on_lost callback for '{}' threw: {}", g.key, e.what());
-    } catch (...) {
-        log.error("on_lost callback for '{}' threw a non-standard exception", g.key);
-    }
-}
-
 void watchdog_main(std::shared_ptr<watchdog_core> core, std::weak_ptr<client_impl> weak) {
     std::int64_t wake = steady_now_ns();
     for (;;) {
-        std::vector<std::shared_ptr<grant>> callbacks, leases;
+        std::vector<std::shared_ptr<grant>> leases;
         std::vector<std::shared_ptr<waiter>> waiters;
         {
             std::unique_lock lock(core->mu);
             core->wake_ns = wake;
             core->cv.wait_until(lock, as_time_point(wake),
-                                [&] { return core->stopping || core->dirty || !core->lost_queue.empty(); });
+                                [&] { return core->stopping || core->dirty; });
             if (core->stopping) return;
             core->dirty = false;
-            callbacks.swap(core->lost_queue);
             auto& watched = core->leases;
             for (std::size_t i = 0; i < watched.size();) {
                 auto g = watched[i].lock();
@@ -64,9 +53,7 @@ void watchdog_main(std::shared_ptr<watchdog_core> core, std::weak_ptr<client_imp
             }
             core->wake_ns = std::numeric_limits<std::int64_t>::max();  // busy: callers need not wake us
         }
-        // Callbacks and database work run outside the mutex.
-        for (auto& g : callbacks) run_on_lost(*g, g->client->log());
-        callbacks.clear();
+        // Database work runs outside the mutex.
         auto client = weak.lock();
         if (!client) return;
         try {
@@ -81,6 +68,32 @@ void watchdog_main(std::shared_ptr<watchdog_core> core, std::weak_ptr<client_imp
     }
 }
 
+void callback_main(std::shared_ptr<callback_queue> queue) {
+    for (;;) {
+        std::function<void()> fn;
+        {
+            std::unique_lock lock(queue->mu);
+            queue->cv.wait(lock, [&] { return queue->stopping || !queue->pending.empty(); });
+            if (queue->stopping) return;
+            fn = std::move(queue->pending.front());
+            queue->pending.pop_front();
+        }
+        fn();       // catches what the user's callback throws
+        fn = nullptr;  // may destroy the client here; it then asks us to stop
+    }
+}
+
+void stop_thread(std::mutex& mu, bool& stopping, std::condition_variable& cv, std::thread& thread) {
+    {
+        std::lock_guard lock(mu);
+        stopping = true;
+    }
+    cv.notify_all();
+    if (!thread.joinable()) return;
+    if (thread.get_id() == std::this_thread::get_id()) thread.detach();
+    else thread.join();
+}
+
 }  // namespace
 
 void start_watchdog_thread(const std::shared_ptr<watchdog_core>& core, std::weak_ptr<client_impl> client) {
@@ -88,14 +101,23 @@ void start_watchdog_thread(const std::shared_ptr<watchdog_core>& core, std::weak
 }
 
 void stop_watchdog_thread(watchdog_core& core) {
+    stop_thread(core.mu, core.stopping, core.cv, core.thread);
+}
+
+void start_callback_thread(const std::shared_ptr<callback_queue>& queue) {
+    queue->thread = std::thread(callback_main, queue);
+}
+
+void post_callback(callback_queue& queue, std::function<void()> fn) {
     {
-        std::lock_guard lock(core.mu);
-        core.stopping = true;
+        std::lock_guard lock(queue.mu);
+        queue.pending.push_back(std::move(fn));
     }
-    core.cv.notify_all();
-    if (!core.thread.joinable()) return;
-    if (core.thread.get_id() == std::this_thread::get_id()) core.thread.detach();
-    else core.thread.join();
+    queue.cv.notify_one();
+}
+
+void stop_callback_thread(callback_queue& queue) {
+    stop_thread(queue.mu, queue.stopping, queue.cv, queue.thread);
 }
 
 }  // namespace sqlock::detail
