@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace sqlock {
 
@@ -47,6 +48,18 @@ struct lock_info {
     std::chrono::milliseconds expires_in{0};  // by database time; 0 when not a live lease
 };
 
+// A blocking acquire() waiting in a key's queue.
+struct waiter_info {
+    std::string key;
+    std::int64_t ticket = 0;  // arrival order
+    std::string owner;        // the waiting client's owner id
+    std::string holder;       // host:pid:thread of the waiting client
+    bool fair = false;
+    int priority = 0;                          // fair waiters only
+    std::chrono::milliseconds waited{0};       // since it queued, by database time
+    std::chrono::milliseconds expires_in{0};   // until its row expires unless heartbeated
+};
+
 // A connection to one database holding sqlock's tables. Safe for concurrent
 // use from many threads; copies share the same connections and state.
 class client {
@@ -66,6 +79,9 @@ public:
     int schema_version();
     // Version this library needs; migrate() brings the database to it.
     int required_schema_version() const;
+    // The SQL migrate() applies for this client's dialect and table prefix,
+    // every migration in order, for users who apply it with their own tool.
+    std::string migration_sql() const;
 
     // Takes the key if it is free (or expired); an empty optional when it is held.
     std::optional<lease> try_acquire(std::string_view key, const lock_options& options = {});
@@ -76,6 +92,21 @@ public:
 
     // Reads the key's state without changing it.
     lock_info inspect(std::string_view key);
+
+    // Keys starting with `prefix` ("" for all) held right now, sorted by key;
+    // at most `limit` of them.
+    std::vector<lock_info> locks(std::string_view prefix = {}, std::size_t limit = 1000);
+    // Live waiters of keys starting with `prefix`, per key in the order the
+    // queue grants them (fair waiters by priority, then arrival; then the rest).
+    std::vector<waiter_info> waiters(std::string_view prefix = {}, std::size_t limit = 1000);
+    // Break-glass release for an operator, whoever holds the key: bumps the
+    // key's fencing token at once, so the holder's fences fail from now on,
+    // and ends its lease, so the key can be granted again. A lease holder
+    // learns of it at its next renewal; a select_for_update holder at its next
+    // ping (within a second), when it also gives up its row lock. Logged as a
+    // warning naming `by` (who did it) and the previous holder. Returns the
+    // new token, or 0 when the key was never granted (nothing to release).
+    std::int64_t force_release(std::string_view key, std::string_view by);
 
     // Deletes one batch of expired rows now: unique_insert lock rows, dead
     // waiters, and job-ledger rows older than job_retention (the background

@@ -84,6 +84,9 @@ struct job_options {
     std::chrono::milliseconds max_backoff{std::chrono::minutes(5)};
     // Free text stored beside the run's lock.
     std::string note;
+    // A wait for a busy run (see `wait`) ends, throwing cancelled_error, once
+    // stop is requested.
+    std::stop_token cancel;
 };
 
 // Runs jobs at most once per (job, run key) across every process that shares
@@ -99,7 +102,7 @@ public:
     // another instance, or failed and may not be retried yet. body takes a
     // const job_context& and returns a string (stored as the result) or
     // nothing; an exception it throws is recorded as the run's failure.
-    // Job names are 1 to 100 bytes of [A-Za-z0-9._/-]; run keys 1 to 128
+    // Job names are 1 to 100 bytes of UTF-8 without ':' or control characters; run keys 1 to 128
     // bytes of UTF-8 without NUL; results at most 64 KiB of UTF-8. Throws
     // config_error for bad input, connection_error / db_error / schema_error
     // when the database fails before the body ran. Once the body has run,

@@ -583,7 +583,10 @@ void client_impl::ping_pinned(grant& g) {
         std::lock_guard lock(g.mu);
         if (g.released || !g.pinned) return;
         try {
-            alive = g.pinned->ping();
+            // Another token means an operator broke the lock (force_release):
+            // give up the row lock now rather than at release.
+            alive = g.pinned->fence_token(g.key) == g.token;
+            if (!alive) end_pinned(g);
         } catch (const error&) {
             alive = false;  // the server ended the transaction with the connection
         }
@@ -593,6 +596,17 @@ void client_impl::ping_pinned(grant& g) {
         return;
     }
     renewed_at(g, sent);
+}
+
+// Rolls back a select_for_update lease's transaction and drops its connection
+// (never pooled after a loss). Called with g.mu held.
+void client_impl::end_pinned(grant& g) noexcept {
+    auto pinned = std::move(g.pinned);
+    try {
+        pinned->end_row_lock();
+    } catch (const error&) {
+        // The connection is dropped below: the row lock ends with it.
+    }
 }
 
 std::size_t client_impl::sweep_once() {
@@ -622,14 +636,17 @@ void client_impl::release(grant& g) {
         if (it != held_.end() && it->second.lock().get() == &g) held_.erase(it);
     }
     if (g.mode == mode::select_for_update) {
-        try {
-            pinned->end_row_lock();
-            // A lost lease's connection died or misbehaved: never pool it.
-            if (!g.lost.load()) put_back(std::move(pinned));
-        } catch (const error&) {
-            // The server ended (or will end) the transaction with the
-            // connection, which is dropped here: the row lock is gone either way.
-            mark_lost(g);
+        // No connection is left when the lease was found broken (end_pinned).
+        if (pinned) {
+            try {
+                pinned->end_row_lock();
+                // A lost lease's connection died or misbehaved: never pool it.
+                if (!g.lost.load()) put_back(std::move(pinned));
+            } catch (const error&) {
+                // The server ended (or will end) the transaction with the
+                // connection, which is dropped here: the row lock is gone either way.
+                mark_lost(g);
+            }
         }
     } else {
         bool ours = with_session([&](session& s) { return s.release(g.key, g.owner, g.mode); });
@@ -648,7 +665,8 @@ bool client_impl::renew(grant& g) {
         std::lock_guard lock(g.mu);
         if (g.released || !g.pinned) return false;
         try {
-            ok = g.pinned->ping();
+            ok = g.pinned->fence_token(g.key) == g.token;
+            if (!ok) end_pinned(g);
         } catch (const error&) {
             ok = false;
         }
@@ -674,6 +692,47 @@ lock_info client_impl::inspect(std::string_view key) {
     validate_key(key);
     check_schema();
     return with_session([&](session& s) { return s.inspect(key); });
+}
+
+std::vector<lock_info> client_impl::locks(std::string_view prefix, std::size_t limit) {
+    validate_prefix(prefix);
+    check_schema();
+    return with_session([&](session& s) {
+        std::vector<lock_info> out;
+        for (const auto& key : s.held_keys(prefix, limit)) {
+            auto info = s.inspect(key);
+            if (info.held) out.push_back(std::move(info));
+        }
+        return out;
+    });
+}
+
+std::vector<waiter_info> client_impl::waiters(std::string_view prefix, std::size_t limit) {
+    validate_prefix(prefix);
+    check_schema();
+    return with_session([&](session& s) { return s.waiters(prefix, limit); });
+}
+
+std::int64_t client_impl::force_release(std::string_view key, std::string_view by) {
+    validate_key(key);
+    check_schema();
+    const auto [before, token] = with_session([&](session& s) {
+        auto info = s.inspect(key);
+        return std::make_pair(info, s.force_release(key));
+    });
+    if (!token) {
+        log_->info("force release of '{}' by {}: the key was never granted", key, by);
+        return 0;
+    }
+    if (before.held)
+        log_->warn("force release of '{}' by {}: fenced off token {} (mode {}, holder '{}', owner {}); next token "
+                   "is above {}",
+                   key, by, before.token, before.mode, before.holder.empty() ? "?" : before.holder,
+                   before.owner.empty() ? "?" : before.owner, *token);
+    else
+        log_->warn("force release of '{}' by {}: it was not held; token {} fenced off", key, by, before.token);
+    notify_release();
+    return *token;
 }
 
 void client_impl::migrate() {
@@ -712,6 +771,29 @@ lease client::acquire(std::string_view key, std::chrono::milliseconds timeout, c
 }
 
 lock_info client::inspect(std::string_view key) { return impl_->inspect(key); }
+
+std::string client::migration_sql() const {
+    std::string out;
+    for (const auto& m : impl_->sql().migrations()) {
+        out += "-- sqlock migration " + std::to_string(m.version) + " (" + m.name + ")\n";
+        out += m.text;
+        if (!out.ends_with('\n')) out += '\n';
+        out += '\n';
+    }
+    return out;
+}
+
+std::vector<lock_info> client::locks(std::string_view prefix, std::size_t limit) {
+    return impl_->locks(prefix, limit);
+}
+
+std::vector<waiter_info> client::waiters(std::string_view prefix, std::size_t limit) {
+    return impl_->waiters(prefix, limit);
+}
+
+std::int64_t client::force_release(std::string_view key, std::string_view by) {
+    return impl_->force_release(key, by);
+}
 
 client_stats client::stats() const {
     client_stats s;

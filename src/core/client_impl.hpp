@@ -113,6 +113,9 @@ public:
     std::size_t sweep_once();
 
     lock_info inspect(std::string_view key);
+    std::vector<lock_info> locks(std::string_view prefix, std::size_t limit);
+    std::vector<waiter_info> waiters(std::string_view prefix, std::size_t limit);
+    std::int64_t force_release(std::string_view key, std::string_view by);
     void migrate();
     int schema_version();
 
@@ -168,6 +171,7 @@ private:
     void start_listener();
     void listener_main(std::unique_ptr<notifier> n);
     void ping_pinned(grant& g);
+    void end_pinned(grant& g) noexcept;
     void renewed_at(grant& g, std::int64_t sent);
     void watch(const std::shared_ptr<grant>& g);
     void post(grant& g, std::function<void(const std::string&, std::int64_t)> grant::*which, const char* name);

@@ -50,6 +50,13 @@ void validate_key(std::string_view key) {
     if (!valid_utf8(key)) throw config_error("lock key is not valid UTF-8: keys are 1 to 255 bytes of UTF-8");
 }
 
+void validate_prefix(std::string_view prefix) {
+    if (prefix.size() > max_key_bytes)
+        throw config_error("key prefix is " + std::to_string(prefix.size()) + " bytes: keys are at most 255 bytes");
+    if (prefix.find('\0') != std::string_view::npos || !valid_utf8(prefix))
+        throw config_error("key prefix must be UTF-8 text without NUL bytes");
+}
+
 void validate_lock_options(const lock_options& options) {
     if (options.lease <= std::chrono::milliseconds::zero())
         throw config_error("lease must be positive (got " + std::to_string(options.lease.count()) + " ms)");

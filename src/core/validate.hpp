@@ -19,6 +19,8 @@ bool valid_utf8(std::string_view s) noexcept;
 
 // Each throws config_error saying what to fix.
 void validate_key(std::string_view key);
+// A key prefix to list by: like a key, but may be empty.
+void validate_prefix(std::string_view prefix);
 void validate_lock_options(const lock_options& options);
 void validate_timeout(std::chrono::milliseconds timeout);
 void validate_client_options(const client_options& options);

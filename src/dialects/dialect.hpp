@@ -172,8 +172,19 @@ public:
     // Bumps and returns the key's fencing counter. Only called while the
     // caller holds the key's row lock on another session.
     virtual std::int64_t bump_token(std::string_view key) = 0;
-    // Round trip that proves the connection (and any open transaction) is alive.
-    virtual bool ping() = 0;
+    // The key's fencing counter as committed (0: never granted). A
+    // select_for_update holder's ping: proves its connection alive, and a
+    // token other than its own means the lock was broken (force_release).
+    virtual std::int64_t fence_token(std::string_view key) = 0;
+
+    // Keys starting with `prefix` that may be held right now (a live lease,
+    // or a latest grant by select_for_update), sorted; inspect() tells.
+    virtual std::vector<std::string> held_keys(std::string_view prefix, std::size_t limit) = 0;
+    // Live waiters of keys starting with `prefix`, per key in grant order.
+    virtual std::vector<waiter_info> waiters(std::string_view prefix, std::size_t limit) = 0;
+    // Break-glass release in one transaction: bumps the key's fencing counter
+    // and ends its live lease row. The new token; empty when never granted.
+    virtual std::optional<std::int64_t> force_release(std::string_view key) = 0;
 
     // Runs body in one transaction that first fences (key, token): it checks
     // by database time that the lease with that token holds the key, and

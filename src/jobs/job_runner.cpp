@@ -28,13 +28,14 @@ constexpr std::size_t max_error_bytes = 4000;
 void validate_job(std::string_view job) {
     if (job.empty() || job.size() > max_job_bytes)
         throw config_error("job name must be 1 to 100 bytes (got " + std::to_string(job.size()) + ")");
+    // No ':' keeps the lock key "job:<job>:<run key>" unambiguous.
     for (char c : job) {
-        const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-                        c == '_' || c == '/' || c == '-';
-        if (!ok)
+        const auto u = static_cast<unsigned char>(c);
+        if (c == ':' || u < 0x20 || u == 0x7f)
             throw config_error("job name '" + std::string(job) +
-                               "' may only contain letters, digits and . _ / - (put variable parts in the run key)");
+                               "' may not contain ':' or control characters (put variable parts in the run key)");
     }
+    if (!detail::valid_utf8(job)) throw config_error("job name must be valid UTF-8");
 }
 
 void validate_run_key(std::string_view run_key) {
@@ -207,7 +208,11 @@ job_outcome job_runner::run_body(std::string_view job, std::string_view run_key,
     };
     if (auto done = settled(read())) return *done;
 
-    const lock_options lo{.mode = options_.mode, .lease = options_.lease, .note = options_.note, .reentrant = false};
+    const lock_options lo{.mode = options_.mode,
+                          .lease = options_.lease,
+                          .note = options_.note,
+                          .reentrant = false,
+                          .cancel = options_.cancel};
     std::optional<lease> held;
     if (options_.wait > std::chrono::milliseconds::zero()) {
         try {

@@ -345,12 +345,75 @@ public:
         return guarded("bump_token", [&] { return bump(key, "bump_row_lock_token"); });
     }
 
-    bool ping() override {
-        return guarded("ping", [&] {
+    std::int64_t fence_token(std::string_view key) override {
+        return guarded("ping", [&] { return read_token(key); });
+    }
+
+    std::vector<std::string> held_keys(std::string_view prefix, std::size_t limit) override {
+        return guarded("listing held keys", [&] {
+            auto& ps = prepared("held_keys");
+            ps.setString(1, std::string(prefix));
+            ps.setString(2, std::string(prefix));
+            ps.setInt64(3, static_cast<std::int64_t>(limit));
             count();
-            // Read the result: one left pending puts the connection "out of sync".
-            std::unique_ptr<sql::ResultSet> rs(stmt_->executeQuery("SELECT 1"));
-            return rs->next();
+            std::unique_ptr<sql::ResultSet> rs(ps.executeQuery());
+            std::vector<std::string> out;
+            while (rs->next()) out.push_back(rs->getString(1));
+            return out;
+        });
+    }
+
+    std::vector<waiter_info> waiters(std::string_view prefix, std::size_t limit) override {
+        return guarded("listing waiters", [&] {
+            auto& ps = prepared("waiters");
+            ps.setString(1, std::string(prefix));
+            ps.setString(2, std::string(prefix));
+            ps.setInt64(3, static_cast<std::int64_t>(limit));
+            count();
+            std::unique_ptr<sql::ResultSet> rs(ps.executeQuery());
+            std::vector<waiter_info> out;
+            while (rs->next())
+                out.push_back({.key = rs->getString(1),
+                               .ticket = rs->getInt64(2),
+                               .owner = rs->getString(3),
+                               .holder = rs->isNull(4) ? "" : std::string(rs->getString(4)),
+                               .fair = rs->getBoolean(5),
+                               .priority = rs->getInt(6),
+                               .waited = std::chrono::milliseconds(rs->getInt64(7)),
+                               .expires_in = std::chrono::milliseconds(rs->getInt64(8))});
+            return out;
+        });
+    }
+
+    std::optional<std::int64_t> force_release(std::string_view key) override {
+        return guarded("force_release", [&]() -> std::optional<std::int64_t> {
+            exec("START TRANSACTION");
+            in_tx_ = true;
+            auto& bump_ps = prepared("force_bump");
+            bump_ps.setString(1, std::string(key));
+            count();
+            if (bump_ps.executeUpdate() == 0) {
+                rollback();
+                return std::nullopt;
+            }
+            bool live;
+            {
+                auto& ps = prepared("force_live");
+                ps.setString(1, std::string(key));
+                count();
+                std::unique_ptr<sql::ResultSet> rs(ps.executeQuery());
+                live = rs->next();
+            }
+            if (live) {
+                auto& expire = prepared("force_expire");
+                expire.setString(1, std::string(key));
+                count();
+                expire.executeUpdate();
+            }
+            const std::int64_t token = read_token(key);
+            exec("COMMIT");
+            in_tx_ = false;
+            return token;
         });
     }
 

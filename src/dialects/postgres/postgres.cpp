@@ -207,12 +207,53 @@ public:
         });
     }
 
-    bool ping() override {
+    std::int64_t fence_token(std::string_view key) override {
         return guarded("ping", [&] {
             count();
-            if (held_) held_->exec("SELECT 1");
-            else pqxx::nontransaction(*conn_).exec("SELECT 1");
-            return true;
+            if (held_) return held_->exec_prepared1(prepared("read_token"), std::string(key))[0].as<std::int64_t>();
+            pqxx::nontransaction tx(*conn_);
+            return tx.exec_prepared1(prepared("read_token"), std::string(key))[0].as<std::int64_t>();
+        });
+    }
+
+    std::vector<std::string> held_keys(std::string_view prefix, std::size_t limit) override {
+        return guarded("listing held keys", [&] {
+            pqxx::nontransaction tx(*conn_);
+            count();
+            std::vector<std::string> out;
+            for (const auto& row :
+                 tx.exec_prepared(prepared("held_keys"), std::string(prefix), static_cast<std::int64_t>(limit)))
+                out.push_back(row[0].as<std::string>());
+            return out;
+        });
+    }
+
+    std::vector<waiter_info> waiters(std::string_view prefix, std::size_t limit) override {
+        return guarded("listing waiters", [&] {
+            pqxx::nontransaction tx(*conn_);
+            count();
+            std::vector<waiter_info> out;
+            for (const auto& row :
+                 tx.exec_prepared(prepared("waiters"), std::string(prefix), static_cast<std::int64_t>(limit)))
+                out.push_back({.key = row[0].as<std::string>(),
+                               .ticket = row[1].as<std::int64_t>(),
+                               .owner = row[2].as<std::string>(),
+                               .holder = row[3].is_null() ? "" : row[3].as<std::string>(),
+                               .fair = row[4].as<bool>(),
+                               .priority = row[5].as<int>(),
+                               .waited = std::chrono::milliseconds(row[6].as<std::int64_t>()),
+                               .expires_in = std::chrono::milliseconds(row[7].as<std::int64_t>())});
+            return out;
+        });
+    }
+
+    std::optional<std::int64_t> force_release(std::string_view key) override {
+        return guarded("force_release", [&]() -> std::optional<std::int64_t> {
+            pqxx::nontransaction tx(*conn_);
+            count();
+            auto res = tx.exec_prepared(prepared("force_release"), std::string(key));
+            if (res.empty()) return std::nullopt;
+            return res[0][0].as<std::int64_t>();
         });
     }
 

@@ -282,9 +282,56 @@ public:
     void ensure_row(std::string_view) override { no_row_locks(); }
     std::int64_t bump_token(std::string_view) override { no_row_locks(); }
 
-    bool ping() override {
-        exec("SELECT 1");
-        return true;
+    std::int64_t fence_token(std::string_view) override { no_row_locks(); }
+
+    std::vector<std::string> held_keys(std::string_view prefix, std::size_t limit) override {
+        auto q = prepare("held_keys");
+        q.bind(1, prefix).bind(2, static_cast<std::int64_t>(limit));
+        std::vector<std::string> out;
+        while (q.step()) out.push_back(q.text(0));
+        return out;
+    }
+
+    std::vector<waiter_info> waiters(std::string_view prefix, std::size_t limit) override {
+        auto q = prepare("waiters");
+        q.bind(1, prefix).bind(2, static_cast<std::int64_t>(limit));
+        std::vector<waiter_info> out;
+        while (q.step())
+            out.push_back({.key = q.text(0),
+                           .ticket = q.integer(1),
+                           .owner = q.text(2),
+                           .holder = q.text(3),
+                           .fair = q.integer(4) != 0,
+                           .priority = static_cast<int>(q.integer(5)),
+                           .waited = std::chrono::milliseconds(q.integer(6)),
+                           .expires_in = std::chrono::milliseconds(q.integer(7))});
+        return out;
+    }
+
+    std::optional<std::int64_t> force_release(std::string_view key) override {
+        exec("BEGIN IMMEDIATE");
+        try {
+            std::optional<std::int64_t> token;
+            {
+                auto q = prepare("force_bump");
+                q.bind(1, key);
+                // Drain only after a row (see grant_once).
+                if (q.step()) {
+                    token = q.integer(0);
+                    q.run();
+                }
+            }
+            if (token) {
+                auto q = prepare("force_expire");
+                q.bind(1, key);
+                q.run();
+            }
+            exec("COMMIT");
+            return token;
+        } catch (...) {
+            sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+            throw;
+        }
     }
 
     lock_info inspect(std::string_view key) override {

@@ -1,0 +1,67 @@
+#pragma once
+// `sqlock run`'s side of PROGRAM: start it with the lease in its environment,
+// pass on the signals sqlock receives, and stop it when the lease is lost.
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <stdexcept>
+#include <stop_token>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace sqlock::cli {
+
+// PROGRAM could not be started. status is what a shell would exit with:
+// 127 when it was not found, 126 when it could not be executed.
+struct spawn_error : std::runtime_error {
+    spawn_error(int exit_status, const std::string& what) : std::runtime_error(what), status(exit_status) {}
+    int status;
+};
+
+// Takes SIGINT, SIGTERM and SIGHUP away from every thread (construct it
+// before any other thread starts) and handles them on a thread of its own:
+// while a child runs they go to its process group; before that, the first
+// one requests stop on interrupted() so that a wait for the lock ends.
+class signal_relay {
+public:
+    signal_relay();
+    ~signal_relay();
+    signal_relay(const signal_relay&) = delete;
+    signal_relay& operator=(const signal_relay&) = delete;
+
+    std::stop_token interrupted() const { return interrupted_.get_token(); }
+    int last_signal() const { return last_.load(); }
+    // From now on signals go to process group `pgid` (0: to nobody). A signal
+    // that arrived since the last call is delivered at once.
+    void forward_to(pid_t pgid);
+
+private:
+    void main();
+
+    std::stop_source interrupted_;
+    std::atomic<int> last_{0};
+    std::atomic<bool> stopping_{false};
+    std::mutex mu_;
+    pid_t target_ = 0;
+    int pending_ = 0;
+    std::thread thread_;
+};
+
+struct child_result {
+    int status = 0;          // its exit code, or 128 + the signal that ended it
+    bool lost = false;       // the lease was lost while it ran
+    bool killed = false;     // it outlived the grace period and got SIGKILL
+};
+
+// Runs argv[0] (looked up on PATH unless it contains '/') with extra_env added
+// to sqlock's environment, in a process group of its own, which receives
+// SIGKILL if sqlock dies. When `lost` is requested the group gets SIGTERM,
+// and SIGKILL after `kill_after`. Returns when the child has exited.
+child_result run_child(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env,
+                       std::stop_token lost, std::chrono::milliseconds kill_after, signal_relay& relay);
+
+}  // namespace sqlock::cli

@@ -1,0 +1,447 @@
+// sqlock: the command line. `run` wraps a program the way flock(1) does, for
+// a whole fleet; `status`, `runs` and `release --force` inspect and repair
+// lock state; `migrate` creates the tables. See `sqlock --help`.
+
+#include "cli/child.hpp"
+#include "cli/duration.hpp"
+#include "cli/output.hpp"
+
+#include <sqlock/sqlock.hpp>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sqlock::cli {
+namespace {
+
+constexpr int exit_usage = 64;        // EX_USAGE
+constexpr int exit_unavailable = 69;  // EX_UNAVAILABLE: the database is unreachable or has no schema
+constexpr int exit_lost = 70;         // the lease was lost while PROGRAM ran
+constexpr std::string_view default_url = "sqlite:sqlock.db";
+
+// Every non-zero status sqlock produces itself leaves through here: one line.
+struct exit_with {
+    int status;
+    std::string message;
+};
+
+[[noreturn]] void usage(const std::string& message) { throw exit_with{exit_usage, message}; }
+
+std::chrono::milliseconds duration_option(const std::string& name, const std::string& text) {
+    try {
+        return parse_duration(text);
+    } catch (const std::invalid_argument& e) {
+        usage(name + ": " + e.what());
+    }
+}
+
+struct settings {
+    std::string url, table_prefix;
+    bool verbose = false;
+    // run
+    std::string key, wait = "0s", lease = "30s", mode = "update", once_per, run_key, kill_after = "10s";
+    bool fair = false;
+    int priority = 0, max_attempts = 3, conflict_exit_code = 75;
+    std::vector<std::string> program;
+    bool saw_separator = false;
+    // status, runs, release
+    bool json = false, force = false, print_sql = false;
+    std::string prefix, job;
+    std::size_t limit = 20;
+};
+
+std::string resolve_url(const settings& s) {
+    if (!s.url.empty()) return s.url;
+    if (const char* env = std::getenv("SQLOCK_URL"); env && *env) return env;
+    return std::string(default_url);
+}
+
+client open_client(const settings& s, spdlog::level::level_enum level) {
+    // Library messages go to stderr as "sqlock: ..." lines; `run` keeps only
+    // errors so that its own one-line verdict is what people read.
+    auto log = std::make_shared<spdlog::logger>("sqlock", std::make_shared<spdlog::sinks::stderr_sink_mt>());
+    log->set_pattern("sqlock: %v");
+    log->set_level(s.verbose ? spdlog::level::debug : level);
+    client_options options{.pool_size = 2, .logger = std::move(log)};
+    if (!s.table_prefix.empty()) options.table_prefix = s.table_prefix;
+    else if (const char* env = std::getenv("SQLOCK_TABLE_PREFIX"); env && *env) options.table_prefix = env;
+    return client::open(resolve_url(s), options);
+}
+
+// Runs f; on SQLite, whose file sqlock creates on first use, a missing schema
+// is created and f run again. Elsewhere tables are the operator's to create.
+template <class F>
+auto with_schema(client& db, F&& f) -> decltype(f()) {
+    try {
+        return f();
+    } catch (const schema_error&) {
+        if (db.dialect() != "sqlite" || db.schema_version() != 0) throw;
+        db.migrate();
+        return f();
+    }
+}
+
+mode parse_mode(const std::string& m) {
+    if (m == "insert") return mode::unique_insert;
+    if (m == "update") return mode::conditional_update;
+    if (m == "select-for-update") return mode::select_for_update;
+    usage("--mode: '" + m + "' is not a mode; use insert, update or select-for-update");
+}
+
+std::string who_am_i() {
+    const char* user = std::getenv("SUDO_USER");
+    if (!user || !*user) user = std::getenv("USER");
+    char host[256] = {};
+    if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+    return std::string(user && *user ? user : "uid " + std::to_string(::getuid())) + "@" + host + " (sqlock pid " +
+           std::to_string(::getpid()) + ")";
+}
+
+std::string describe_holder(const lock_info& info) {
+    std::string out = info.holder.empty() ? "a " + info.mode + " holder" : info.holder;
+    out += " (token " + std::to_string(info.token);
+    if (info.expires_in.count() > 0) out += ", " + format_duration(info.expires_in) + " left";
+    return out + ")";
+}
+
+std::string program_name(const settings& s) { return s.program.empty() ? "PROGRAM" : s.program.front(); }
+
+// --- run ---------------------------------------------------------------
+
+int run_locked(client& db, const settings& s, signal_relay& relay) {
+    const lock_options options{.mode = parse_mode(s.mode),
+                               .lease = duration_option("--lease", s.lease),
+                               .fair = s.fair,
+                               .priority = s.priority,
+                               .cancel = relay.interrupted()};
+    const auto wait = duration_option("--wait", s.wait);
+    const auto kill_after = duration_option("--kill-after", s.kill_after);
+    std::optional<lease> held = with_schema(db, [&]() -> std::optional<lease> {
+        if (wait.count() == 0) return db.try_acquire(s.key, options);
+        try {
+            return db.acquire(s.key, wait, options);
+        } catch (const timeout_error&) {
+            return std::nullopt;
+        }
+    });
+    if (!held) {
+        const auto info = db.inspect(s.key);
+        throw exit_with{s.conflict_exit_code,
+                        "'" + s.key + "' is held by " + describe_holder(info) +
+                            (wait.count() ? " after waiting " + format_duration(wait) : "") + "; " +
+                            program_name(s) + " not run"};
+    }
+    const auto result = run_child(s.program,
+                                  {"SQLOCK_KEY=" + held->key(), "SQLOCK_TOKEN=" + std::to_string(held->token()),
+                                   "SQLOCK_OWNER=" + held->owner()},
+                                  held->stop_token(), kill_after, relay);
+    try {
+        held->release();
+    } catch (const error& e) {
+        // The lease ends by itself at its expiry; PROGRAM's status still counts.
+        std::fprintf(stderr, "sqlock: could not release '%s' (it expires by itself): %s\n", s.key.c_str(),
+                     e.what());
+    }
+    if (result.lost)
+        throw exit_with{exit_lost, "lost the lease on '" + s.key + "' (token " + std::to_string(held->token()) +
+                                       ") while " + program_name(s) + " ran; sent it SIGTERM" +
+                                       (result.killed ? ", then SIGKILL after " + format_duration(kill_after) : "")};
+    return result.status;
+}
+
+int run_job(client& db, const settings& s, signal_relay& relay) {
+    if (s.fair || s.priority != 0) usage("--fair and --priority cannot be combined with --once-per or --run-key");
+    if (s.max_attempts < 1) usage("--max-attempts must be at least 1");
+    job_runner runner(db, {.mode = parse_mode(s.mode),
+                           .lease = duration_option("--lease", s.lease),
+                           .wait = duration_option("--wait", s.wait),
+                           .max_attempts = s.max_attempts,
+                           .cancel = relay.interrupted()});
+    const auto kill_after = duration_option("--kill-after", s.kill_after);
+    std::string run_key = s.run_key;
+    if (!s.once_per.empty()) {
+        const auto period = duration_option("--once-per", s.once_per);
+        if (period.count() <= 0) usage("--once-per must be longer than zero");
+        run_key = with_schema(db, [&] { return runner.run_key(every{period}); });
+    }
+    job_runner::lock_key(s.key, run_key);  // bad names are usage errors before any statement
+
+    std::optional<child_result> ran;
+    const auto outcome = with_schema(db, [&] {
+        return runner.run(s.key, run_key, [&](const job_context& ctx) -> std::string {
+            try {
+                ran = run_child(s.program,
+                                {"SQLOCK_KEY=" + ctx.lease.key(), "SQLOCK_TOKEN=" + std::to_string(ctx.token),
+                                 "SQLOCK_OWNER=" + ctx.lease.owner(), "SQLOCK_JOB=" + s.key,
+                                 "SQLOCK_RUN_KEY=" + std::string(ctx.run_key),
+                                 "SQLOCK_ATTEMPT=" + std::to_string(ctx.attempt)},
+                                ctx.stop, kill_after, relay);
+            } catch (const spawn_error& e) {
+                ran = child_result{.status = e.status};
+                throw;
+            }
+            if (ran->status != 0) throw std::runtime_error(program_name(s) + " exited with status " +
+                                                           std::to_string(ran->status));
+            return "exit 0";
+        });
+    });
+    const std::string what = "'" + s.key + "' for run key " + run_key;
+    switch (outcome.status) {
+    case job_status::ran:
+        return 0;
+    case job_status::already_done:
+        throw exit_with{s.conflict_exit_code, what + " already ran (" + outcome.record.holder + ", token " +
+                                                  std::to_string(outcome.record.token) + "); " + program_name(s) +
+                                                  " not run"};
+    case job_status::busy:
+        throw exit_with{s.conflict_exit_code, what + " is running elsewhere: " + outcome.error + "; " +
+                                                  program_name(s) + " not run"};
+    case job_status::lost:
+        throw exit_with{exit_lost, "lost the lease on " + what + " while " + program_name(s) +
+                                       " ran; it was stopped and the run is not recorded as done"};
+    case job_status::failed:
+        if (outcome.executed && ran) {
+            if (ran->status != 0 && !outcome.error.starts_with(program_name(s) + " exited"))
+                std::fprintf(stderr, "sqlock: %s\n", outcome.error.c_str());
+            return ran->status;  // PROGRAM's own failure, recorded in the ledger
+        }
+        throw exit_with{s.conflict_exit_code,
+                        what + " failed before (attempt " + std::to_string(outcome.record.attempts) + " of " +
+                            std::to_string(s.max_attempts) + ": " + outcome.record.last_error + "); " +
+                            (outcome.retry_in ? "retry in " + format_duration(*outcome.retry_in)
+                                              : std::string("no attempts left")) +
+                            "; " + program_name(s) + " not run"};
+    }
+    return 1;
+}
+
+int command_run(const settings& s) {
+    if (!s.saw_separator) usage("run needs '--' before PROGRAM: sqlock run [OPTIONS] KEY -- PROGRAM [ARGS...]");
+    if (s.program.empty()) usage("run: missing PROGRAM after '--'");
+    if (!s.once_per.empty() && !s.run_key.empty()) usage("use --once-per or --run-key, not both");
+    if (s.conflict_exit_code < 0 || s.conflict_exit_code > 255) usage("--conflict-exit-code must be 0 to 255");
+    signal_relay relay;  // before the client starts its threads, so they never see these signals
+    auto db = open_client(s, spdlog::level::err);
+    try {
+        return s.once_per.empty() && s.run_key.empty() ? run_locked(db, s, relay) : run_job(db, s, relay);
+    } catch (const cancelled_error&) {
+        const int sig = relay.last_signal();
+        throw exit_with{128 + sig, std::string("interrupted by ") + sigabbrev_np(sig) + " while waiting for '" +
+                                       s.key + "'; " + program_name(s) + " not run"};
+    } catch (const spawn_error& e) {
+        throw exit_with{e.status, e.what()};
+    }
+}
+
+// --- the other commands ------------------------------------------------
+
+int command_migrate(const settings& s) {
+    auto db = open_client(s, spdlog::level::warn);
+    if (s.print_sql) {
+        std::fputs(db.migration_sql().c_str(), stdout);
+        return 0;
+    }
+    const int before = db.schema_version();
+    db.migrate();
+    const int after = db.schema_version();
+    if (before == after) std::printf("schema is up to date (version %d)\n", after);
+    else std::printf("migrated from schema version %d to %d\n", before, after);
+    return 0;
+}
+
+int command_status(const settings& s) {
+    auto db = open_client(s, spdlog::level::warn);
+    snapshot snap;
+    snap.locks = with_schema(db, [&] { return db.locks(s.prefix, s.limit * 50); });
+    snap.waiters = db.waiters(s.prefix, s.limit * 50);
+    job_runner runner(db);
+    for (auto& r : runner.records({}, 1000))
+        if (r.job.starts_with(s.prefix) && snap.runs.size() < s.limit) snap.runs.push_back(std::move(r));
+    snap.now = db.database_time();
+    std::fputs((s.json ? status_json(snap) : status_table(snap)).c_str(), stdout);
+    return 0;
+}
+
+int command_runs(const settings& s) {
+    auto db = open_client(s, spdlog::level::warn);
+    job_runner runner(db);
+    const auto records = with_schema(db, [&] { return runner.records(s.job, s.limit); });
+    std::fputs((s.json ? runs_json(records) : runs_table(records)).c_str(), stdout);
+    return 0;
+}
+
+int command_release(const settings& s) {
+    if (!s.force)
+        usage("release takes a lock from whoever holds it; say so with --force: sqlock release --force KEY");
+    auto db = open_client(s, spdlog::level::warn);
+    const auto before = with_schema(db, [&] { return db.inspect(s.key); });
+    const auto token = db.force_release(s.key, who_am_i());
+    if (token == 0) {
+        std::printf("'%s' was never granted: nothing to release\n", s.key.c_str());
+        return 0;
+    }
+    if (before.held)
+        std::printf("released '%s': %s is fenced off; the next holder gets a token above %lld\n", s.key.c_str(),
+                    describe_holder(before).c_str(), static_cast<long long>(token));
+    else
+        std::printf("'%s' was not held; its token is now %lld\n", s.key.c_str(), static_cast<long long>(token));
+    return 0;
+}
+
+// --- parsing -----------------------------------------------------------
+
+constexpr const char* footer = R"(The database: --url, else $SQLOCK_URL, else the SQLite file ./sqlock.db
+(created on first use). URLs: postgresql://user:pass@host:port/db,
+mysql://user:pass@host:port/db, sqlite:path/to/file.db (docs/urls.md).
+Durations: 250ms, 30s, 5m, 1h, 1h30m.
+
+Exit status: 0 success; PROGRAM's own status when it ran; 75 (or
+--conflict-exit-code) when the key was busy or the run already done; 64 bad
+usage; 69 database unreachable or schema missing; 70 lease lost while
+PROGRAM ran; 126/127 PROGRAM could not be run; 71 fork or pipe failed.)";
+
+int dispatch(int argc, char** argv) {
+    settings s;
+    // Everything after the first "--" that follows the `run` command is
+    // PROGRAM and its arguments, never parsed as options.
+    std::vector<std::string> args(argv + 1, argv + argc);
+    bool saw_run = false;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        if (args[i] == "run") saw_run = true;
+        if (args[i] == "--" && saw_run) {
+            s.saw_separator = true;
+            s.program.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
+            args.resize(i);
+            break;
+        }
+    }
+
+    CLI::App app{"sqlock: distributed locks, leases and run-once jobs in the SQL database you already run"};
+    app.name("sqlock");
+    app.footer(footer);
+    app.require_subcommand(1);
+    app.set_version_flag("--version", "sqlock 0.1");
+    app.add_option("--url", s.url, "Database URL (default: $SQLOCK_URL, else sqlite:sqlock.db)");
+    app.add_option("--table-prefix", s.table_prefix,
+                   "Prefix of sqlock's tables (default: $SQLOCK_TABLE_PREFIX, else sqlock_)");
+    app.add_flag("-v,--verbose", s.verbose, "Log what the library does to stderr");
+
+    app.fallthrough();  // --url, --table-prefix and --verbose may follow the command too (set before adding them)
+
+    auto* migrate = app.add_subcommand("migrate", "Create or upgrade sqlock's tables, or print their SQL");
+    migrate->add_flag("--print-sql", s.print_sql, "Print the SQL for this database's dialect instead of applying it");
+
+    auto* run = app.add_subcommand("run", "Hold KEY while PROGRAM runs (KEY -- PROGRAM [ARGS...])");
+    run->add_option("KEY", s.key, "The lock key (with --once-per/--run-key: the job name)")->required();
+    run->add_option("--wait", s.wait, "How long to wait for a busy key (default 0s: do not wait)");
+    run->add_option("--lease", s.lease, "Lease length, renewed while PROGRAM runs (default 30s)");
+    run->add_option("--mode", s.mode, "insert, update (default) or select-for-update");
+    run->add_flag("--fair", s.fair, "Queue for the key in FIFO order with other fair waiters");
+    run->add_option("--priority", s.priority, "Fair queue priority: higher first (default 0)");
+    run->add_option("--once-per", s.once_per, "Through the job ledger: at most one successful run per period");
+    run->add_option("--run-key", s.run_key, "Through the job ledger: at most one successful run for this key");
+    run->add_option("--max-attempts", s.max_attempts, "Ledger runs: attempts per run key (default 3)");
+    run->add_option("--conflict-exit-code", s.conflict_exit_code,
+                    "Exit status when the key is busy or the run is done (default 75)");
+    run->add_option("--kill-after", s.kill_after, "After a lost lease, SIGKILL this long after SIGTERM (default 10s)");
+    run->footer(R"(PROGRAM runs in a process group of its own with SQLOCK_KEY, SQLOCK_TOKEN and
+SQLOCK_OWNER set (ledger runs add SQLOCK_JOB, SQLOCK_RUN_KEY, SQLOCK_ATTEMPT).
+SIGINT, SIGTERM and SIGHUP are passed on to it. If the lease is lost it gets
+SIGTERM, then SIGKILL after --kill-after, and sqlock exits 70.)");
+
+    auto* status = app.add_subcommand("status", "Held locks, waiters and recent job runs");
+    status->add_option("KEY-PREFIX", s.prefix, "Only keys (and job names) starting with this");
+    status->add_flag("--json", s.json, "JSON instead of a table");
+    status->add_option("--limit", s.limit, "Job runs to show (default 20)");
+
+    auto* release = app.add_subcommand("release", "Break-glass: take KEY from whoever holds it");
+    release->add_option("KEY", s.key, "The lock key")->required();
+    release->add_flag("--force", s.force, "Required: bumps the token so the holder is fenced off");
+
+    auto* runs = app.add_subcommand("runs", "The job ledger, newest first");
+    runs->add_option("JOB", s.job, "Only this job");
+    runs->add_flag("--json", s.json, "JSON instead of a table");
+    runs->add_option("--limit", s.limit, "Rows to show (default 20)");
+
+    if (saw_run && !s.saw_separator) {
+        bool help = false;
+        for (const auto& a : args) help |= a == "-h" || a == "--help";
+        if (!help) usage("run needs '--' before PROGRAM: sqlock run [OPTIONS] KEY -- PROGRAM [ARGS...]");
+    }
+    std::reverse(args.begin(), args.end());  // CLI11 takes them last-first
+    try {
+        app.parse(args);
+    } catch (const CLI::CallForHelp&) {
+        std::cout << (app.get_subcommands().empty() ? app.help() : app.get_subcommands().front()->help());
+        return 0;
+    } catch (const CLI::CallForVersion& e) {
+        std::cout << e.what() << "\n";
+        return 0;
+    } catch (const CLI::ParseError& e) {
+        usage(std::string(e.what()) + " (see sqlock --help)");
+    }
+    if (s.limit < 1 || s.limit > 100000) usage("--limit must be 1 to 100000");
+
+    if (migrate->parsed()) return command_migrate(s);
+    if (run->parsed()) return command_run(s);
+    if (status->parsed()) return command_status(s);
+    if (release->parsed()) return command_release(s);
+    return command_runs(s);
+}
+
+}  // namespace
+}  // namespace sqlock::cli
+
+namespace {
+
+// Driver messages may span lines (libpq adds hints); sqlock's verdict is one.
+std::string one_line(std::string_view text) {
+    std::string out;
+    for (char c : text) {
+        if (c == '\n' || c == '\t' || c == '\r') {
+            if (!out.empty() && out.back() != ' ') out += ' ';
+        } else {
+            out += c;
+        }
+    }
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    return out;
+}
+
+int say(int status, std::string_view prefix, std::string_view what, std::string_view suffix = {}) {
+    std::fprintf(stderr, "sqlock: %s\n", one_line(std::string(prefix) + std::string(what) + std::string(suffix)).c_str());
+    return status;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    using namespace sqlock;
+    try {
+        return cli::dispatch(argc, argv);
+    } catch (const cli::exit_with& e) {
+        return say(e.status, "", e.message);
+    } catch (const config_error& e) {
+        return say(cli::exit_usage, "", e.what());
+    } catch (const connection_error& e) {
+        return say(cli::exit_unavailable, "database unreachable: ", e.what());
+    } catch (const schema_error& e) {
+        return say(cli::exit_unavailable, "", e.what(), " (run 'sqlock migrate')");
+    } catch (const db_error& e) {
+        return say(cli::exit_unavailable, "database error: ", e.what());
+    } catch (const std::exception& e) {
+        return say(71, "", e.what());  // EX_OSERR: fork, pipe or poll failed
+    }
+}

@@ -1,0 +1,165 @@
+#include "cli/output.hpp"
+
+#include "cli/duration.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <optional>
+
+namespace sqlock::cli {
+namespace {
+
+using sys_ms = std::chrono::sys_time<std::chrono::milliseconds>;
+
+std::string iso(const std::optional<sys_ms>& t) {
+    if (!t) return "";
+    const auto day = std::chrono::floor<std::chrono::days>(*t);
+    const std::chrono::year_month_day ymd(day);
+    const std::chrono::hh_mm_ss hms(*t - day);
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02d:%02d:%02d.%03dZ", static_cast<int>(ymd.year()),
+                  static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()),
+                  static_cast<int>(hms.hours().count()), static_cast<int>(hms.minutes().count()),
+                  static_cast<int>(hms.seconds().count()), static_cast<int>(hms.subseconds().count()));
+    return buf;
+}
+
+// Columns padded to their widest cell; control characters in keys and
+// results are shown escaped so that a key cannot forge table lines.
+class table {
+public:
+    explicit table(std::vector<std::string> header) { rows_.push_back(std::move(header)); }
+    void add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
+    std::string str() const {
+        std::vector<std::size_t> width(rows_.front().size(), 0);
+        for (const auto& r : rows_)
+            for (std::size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], printable(r[i]).size());
+        std::string out;
+        for (const auto& r : rows_) {
+            std::string line;
+            for (std::size_t i = 0; i < r.size(); ++i) {
+                auto cell = printable(r[i]);
+                line += cell;
+                if (i + 1 < r.size()) line += std::string(width[i] - cell.size() + 2, ' ');
+            }
+            while (!line.empty() && line.back() == ' ') line.pop_back();
+            out += line + "\n";
+        }
+        return out;
+    }
+
+private:
+    static std::string printable(const std::string& s) {
+        std::string out;
+        for (unsigned char c : s) {
+            if (c < 0x20 || c == 0x7f) {
+                char buf[8];
+                std::snprintf(buf, sizeof buf, "\\x%02x", c);
+                out += buf;
+            } else {
+                out += static_cast<char>(c);
+            }
+        }
+        return out;
+    }
+    std::vector<std::vector<std::string>> rows_;
+};
+
+std::string clip(const std::string& s, std::size_t n) { return s.size() <= n ? s : s.substr(0, n - 3) + "..."; }
+
+nlohmann::json run_json(const job_record& r) {
+    return {{"job", r.job},           {"run_key", r.run_key},       {"status", r.status},
+            {"attempts", r.attempts}, {"token", r.token},           {"owner", r.owner},
+            {"holder", r.holder},     {"started_at", iso(r.started_at)}, {"finished_at", iso(r.finished_at)},
+            {"retry_at", iso(r.retry_at)}, {"result", r.result},    {"last_error", r.last_error}};
+}
+
+void add_run_rows(table& t, const std::vector<job_record>& runs) {
+    for (const auto& r : runs)
+        t.add({r.job, r.run_key, r.status, std::to_string(r.attempts), std::to_string(r.token), r.holder,
+               iso(r.started_at), iso(r.finished_at), clip(r.status == "succeeded" ? r.result : r.last_error, 60)});
+}
+
+const std::vector<std::string> run_header{"JOB",   "RUN KEY", "STATUS",   "ATTEMPTS", "TOKEN",
+                                          "HOLDER", "STARTED", "FINISHED", "RESULT / LAST ERROR"};
+
+// Serialised with invalid UTF-8 replaced, never thrown on.
+std::string dump(const nlohmann::json& j) {
+    return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace
+
+std::string status_table(const snapshot& s) {
+    std::string out = "database time " + iso(s.now) + "\n\n";
+    out += "HELD LOCKS (" + std::to_string(s.locks.size()) + ")\n";
+    if (!s.locks.empty()) {
+        table t({"KEY", "MODE", "HOLDER", "TOKEN", "LEFT", "NOTE"});
+        for (const auto& l : s.locks)
+            t.add({l.key, l.mode, l.holder, std::to_string(l.token),
+                   l.expires_in.count() > 0 ? format_duration(l.expires_in) : "row lock", clip(l.note, 40)});
+        out += t.str();
+    }
+    out += "\nWAITERS (" + std::to_string(s.waiters.size()) + ")\n";
+    if (!s.waiters.empty()) {
+        table t({"KEY", "#", "TICKET", "FAIR", "PRIORITY", "HOLDER", "WAITING"});
+        std::string last;
+        int place = 0;
+        for (const auto& w : s.waiters) {
+            place = w.key == last ? place + 1 : 1;
+            last = w.key;
+            t.add({w.key, std::to_string(place), std::to_string(w.ticket), w.fair ? "yes" : "no",
+                   w.fair ? std::to_string(w.priority) : "", w.holder, format_duration(w.waited)});
+        }
+        out += t.str();
+    }
+    out += "\nRECENT JOB RUNS (" + std::to_string(s.runs.size()) + ")\n";
+    if (!s.runs.empty()) {
+        table t(run_header);
+        add_run_rows(t, s.runs);
+        out += t.str();
+    }
+    return out;
+}
+
+std::string status_json(const snapshot& s) {
+    nlohmann::json j{{"database_time", iso(s.now)},
+                     {"locks", nlohmann::json::array()},
+                     {"waiters", nlohmann::json::array()},
+                     {"runs", nlohmann::json::array()}};
+    for (const auto& l : s.locks)
+        j["locks"].push_back({{"key", l.key},
+                              {"mode", l.mode},
+                              {"owner", l.owner},
+                              {"holder", l.holder},
+                              {"token", l.token},
+                              {"expires_in_ms", l.expires_in.count()},
+                              {"note", l.note}});
+    for (const auto& w : s.waiters)
+        j["waiters"].push_back({{"key", w.key},
+                                {"ticket", w.ticket},
+                                {"owner", w.owner},
+                                {"holder", w.holder},
+                                {"fair", w.fair},
+                                {"priority", w.priority},
+                                {"waited_ms", w.waited.count()}});
+    for (const auto& r : s.runs) j["runs"].push_back(run_json(r));
+    return dump(j);
+}
+
+std::string runs_table(const std::vector<job_record>& runs) {
+    if (runs.empty()) return "no job runs recorded\n";
+    table t(run_header);
+    add_run_rows(t, runs);
+    return t.str();
+}
+
+std::string runs_json(const std::vector<job_record>& runs) {
+    auto j = nlohmann::json::array();
+    for (const auto& r : runs) j.push_back(run_json(r));
+    return dump(j);
+}
+
+}  // namespace sqlock::cli

@@ -1,0 +1,465 @@
+// The `sqlock` command line, black-box: the built program run as a separate
+// process against each backend, its exit statuses, output, environment and
+// signals checked from outside.
+
+#include "support/doctest_types.hpp"
+#include "support/helpers.hpp"
+#include "support/process.hpp"
+
+#include <sqlock/sqlock.hpp>
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+extern char** environ;
+
+using namespace std::chrono_literals;
+
+namespace {
+
+struct result {
+    int status = -1;  // exit status, or 128 + signal
+    std::string out, err;
+    // stderr holds exactly one line, starting "sqlock: ".
+    bool one_line_message() const {
+        return err.starts_with("sqlock: ") && err.find('\n') == err.size() - 1;
+    }
+};
+
+std::string slurp(const std::filesystem::path& p) {
+    std::ifstream in(p);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+// Runs `sqlock args...` with the backend's database in its environment.
+class cli {
+public:
+    explicit cli(const test::backend_base& db)
+        : env_{"SQLOCK_URL=" + db.url(), "SQLOCK_TABLE_PREFIX=" + db.prefix} {}
+
+    result operator()(const std::vector<std::string>& args, const std::vector<std::string>& extra_env = {}) const {
+        const auto out = dir_.path / "out", err = dir_.path / "err";
+        posix_spawn_file_actions_t actions;
+        posix_spawn_file_actions_init(&actions);
+        posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        auto env_strings = environment(extra_env);
+        std::vector<std::string> argv_strings{SQLOCK_CLI};
+        argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+        auto argv = pointers(argv_strings);
+        auto envp = pointers(env_strings);
+        pid_t pid;
+        REQUIRE(posix_spawn(&pid, SQLOCK_CLI, &actions, nullptr, argv.data(), envp.data()) == 0);
+        posix_spawn_file_actions_destroy(&actions);
+        int status = 0;
+        REQUIRE(waitpid(pid, &status, 0) == pid);
+        return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), slurp(out), slurp(err)};
+    }
+
+    // `sqlock args...` in the background, its stdout readable line by line.
+    test::child start(const std::vector<std::string>& args) const {
+        std::vector<std::string> argv{SQLOCK_CLI};
+        argv.insert(argv.end(), args.begin(), args.end());
+        return test::child(argv, env_);
+    }
+
+private:
+    std::vector<std::string> environment(const std::vector<std::string>& extra) const {
+        std::vector<std::string> out;
+        auto all = env_;
+        all.insert(all.end(), extra.begin(), extra.end());
+        for (char** e = environ; *e; ++e) {
+            const std::string entry(*e);
+            bool replaced = false;
+            for (const auto& mine : all) replaced |= entry.substr(0, entry.find('=')) == mine.substr(0, mine.find('='));
+            if (!replaced) out.push_back(entry);
+        }
+        out.insert(out.end(), all.begin(), all.end());
+        return out;
+    }
+    static std::vector<char*> pointers(std::vector<std::string>& v) {
+        std::vector<char*> out;
+        for (auto& s : v) out.push_back(s.data());
+        out.push_back(nullptr);
+        return out;
+    }
+
+    std::vector<std::string> env_;
+    test::temp_dir dir_;
+};
+
+// A holder in the background: `sqlock run ... KEY -- sh -c SCRIPT`. SCRIPT
+// prints "held" first, or where `held` is given (after its traps are set).
+test::child hold(const cli& run, std::vector<std::string> options, const std::string& key, const std::string& script) {
+    std::vector<std::string> args{"run"};
+    args.insert(args.end(), options.begin(), options.end());
+    args.insert(args.end(), {key, "--", "sh", "-c", script.find("echo held") == std::string::npos ? "echo held; " + script : script});
+    auto c = run.start(args);
+    const auto line = c.read_line(15s);
+    REQUIRE(line);
+    CHECK(*line == "held");
+    return c;
+}
+
+std::vector<std::string> lines(const std::string& text) {
+    std::vector<std::string> out;
+    std::istringstream in(text);
+    for (std::string l; std::getline(in, l);) out.push_back(l);
+    return out;
+}
+
+}  // namespace
+
+TEST_SUITE("cli") {
+
+TEST_CASE_TEMPLATE("run passes PROGRAM's status and the lease in its environment", Db, ALL_BACKENDS) {
+    Db db;
+    cli sqlock(db);
+    auto r = sqlock({"run", "k/env", "--", "sh", "-c", "echo \"$SQLOCK_KEY|$SQLOCK_TOKEN|${#SQLOCK_OWNER}\"; exit 7"});
+    CHECK(r.status == 7);
+    CHECK(r.out == "k/env|1|32\n");
+    CHECK(r.err.empty());
+    r = sqlock({"run", "k/env", "--", "true"});
+    CHECK(r.status == 0);
+    CHECK_FALSE(db.open().inspect("k/env").held);  // released after PROGRAM exited
+    CHECK(db.open().inspect("k/env").token == 2);
+    // Shell-special characters are an ordinary key.
+    const std::string odd = "a b;$(touch x)|`id`&'\"*";
+    r = sqlock({"run", odd, "--", "sh", "-c", "printf %s \"$SQLOCK_KEY\""});
+    CHECK(r.status == 0);
+    CHECK(r.out == odd);
+}
+
+TEST_CASE_TEMPLATE("a busy key gives the conflict exit code, or the lock after --wait", Db, ALL_BACKENDS) {
+    Db db;
+    cli sqlock(db);
+    auto holder = hold(sqlock, {}, "k/busy", "sleep 1.5");
+    auto r = sqlock({"run", "k/busy", "--", "echo", "ran"});
+    CHECK(r.status == 75);
+    CHECK(r.out.empty());
+    CHECK(r.one_line_message());
+    CHECK(r.err.find("held by") != std::string::npos);
+    r = sqlock({"run", "--conflict-exit-code", "3", "k/busy", "--", "echo", "ran"});
+    CHECK(r.status == 3);
+    r = sqlock({"run", "--wait", "250ms", "k/busy", "--", "echo", "ran"});
+    CHECK(r.status == 75);
+    CHECK(r.err.find("after waiting 250ms") != std::string::npos);
+    r = sqlock({"run", "--wait", "20s", "k/busy", "--", "sh", "-c", "echo $SQLOCK_TOKEN"});
+    CHECK(r.status == 0);
+    CHECK(r.out == "2\n");  // granted once the holder's PROGRAM exited and sqlock released
+    CHECK(holder.wait(10s) == 0);
+}
+
+TEST_CASE_TEMPLATE("every mode, and fair waiting with a priority", Db, ALL_BACKENDS) {
+    Db db;
+    cli sqlock(db);
+    std::int64_t last = 0;
+    for (std::string m : {"insert", "update", "select-for-update"}) {
+        CAPTURE(m);
+        auto r = sqlock({"run", "--mode", m, "k/mode", "--", "sh", "-c", "echo $SQLOCK_TOKEN"});
+        if (m == "select-for-update" && !db.row_locks()) {
+            CHECK(r.status == 64);  // SQLite has no row locks: said so, nothing run
+            CHECK(r.one_line_message());
+            continue;
+        }
+        CHECK(r.status == 0);
+        CHECK(std::stoll(r.out) > last);
+        last = std::stoll(r.out);
+    }
+    auto holder = hold(sqlock, {}, "k/fair", "sleep 1");
+    auto r = sqlock({"run", "--fair", "--priority", "5", "--wait", "20s", "k/fair", "--", "true"});
+    CHECK(r.status == 0);
+    CHECK(holder.wait(10s) == 0);
+}
+
+TEST_CASE_TEMPLATE("SIGINT and SIGTERM reach PROGRAM, and the lock is released after it exits", Db, ALL_BACKENDS) {
+    Db db;
+    cli sqlock(db);
+    for (int sig : {SIGINT, SIGTERM}) {
+        CAPTURE(sig);
+        auto holder = hold(sqlock, {}, "k/sig",
+                           "trap 'echo got $SQLOCK_TOKEN; exit 42' INT TERM; echo held; while :; do sleep 0.05; done");
+        holder.signal(sig);
+        const auto line = holder.read_line(10s);
+        REQUIRE(line);
+        CHECK(line->starts_with("got "));
+        CHECK(holder.wait(10s) == 42);  // PROGRAM's own status
+        CHECK_FALSE(db.open().inspect("k/sig").held);
+    }
+    // A signal while waiting for the key ends the wait; PROGRAM never starts.
+    auto holder = hold(sqlock, {}, "k/sig", "sleep 30");
+    auto waiter = sqlock.start({"run", "--wait", "1m", "k/sig", "--", "echo", "ran"});
+    std::this_thread::sleep_for(500ms);
+    waiter.signal(SIGTERM);
+    CHECK(waiter.wait(10s) == 128 + SIGTERM);
+    CHECK_FALSE(waiter.read_line(1s));
+}
+
+TEST_CASE_TEMPLATE("a lost lease stops PROGRAM: SIGTERM, SIGKILL after --kill-after, exit 70", Db, ALL_BACKENDS) {
+    Db db;
+    cli sqlock(db);
+    auto client = db.open();
+    // PROGRAM that stops on SIGTERM.
+    auto polite = hold(sqlock, {"--lease", "2s"}, "k/lost", "trap 'echo term; exit 0' TERM; echo held; while :; do sleep 0.05; done");
+    const auto before = client.inspect("k/lost").token;
+    auto r = sqlock({"release", "--force", "k/lost"});
+    CHECK(r.status == 0);
+    CHECK(r.out.find("released 'k/lost'") != std::string::npos);
+    CHECK(r.err.find("force release of 'k/lost' by ") != std::string::npos);  // who did it, logged
+    CHECK(client.inspect("k/lost").token == before + 1);
+    CHECK(polite.read_line(10s) == std::optional<std::string>("term"));
+    CHECK(polite.wait(10s) == 70);
+    // PROGRAM that ignores SIGTERM gets SIGKILL after the grace period.
+    auto stubborn = hold(sqlock, {"--lease", "2s", "--kill-after", "300ms"}, "k/lost",
+                         "trap '' TERM; echo held; while :; do sleep 0.05; done");
+    CHECK(sqlock({"release", "--force", "k/lost"}).status == 0);
+    CHECK(stubborn.wait(10s) == 70);
+    // The lease can also run out under it: the database row taken away.
+    auto robbed = hold(sqlock, {"--lease", "1s", "--kill-after", "300ms"}, "k/lost2", "sleep 30");
+    db.raw()->exec("DELETE FROM " + db.table("locks"));
+    CHECK(robbed.wait(10s) == 70);
+    CHECK(client.try_acquire("k/lost2"));
+}
+
+TEST_CASE_TEMPLATE("release --force fences the holder off, in every mode", Db, ALL_BACKENDS) {
+    Db db;
+    cli sqlock(db);
+    auto a = db.open();
+    auto b = db.open();
+    std::vector<sqlock::mode> modes{sqlock::mode::unique_insert, sqlock::mode::conditional_update};
+    if (db.row_locks()) modes.push_back(sqlock::mode::select_for_update);
+    for (auto m : modes) {
+        CAPTURE(sqlock::to_string(m));
+        auto held = a.try_acquire("k/force", {.mode = m, .lease = 20s});
+        REQUIRE(held);
+        auto r = sqlock({"release", "--force", "k/force"});
+        CHECK(r.status == 0);
+        // The holder learns at its next renewal or ping and the key is free
+        // long before its 20 s lease would have run out.
+        CHECK(test::eventually([&] { return held->lost(); }, 10s));
+        std::optional<sqlock::lease> next;
+        CHECK(test::eventually([&] { return (next = b.try_acquire("k/force", {.mode = m})).has_value(); }, 10s));
+        REQUIRE(next);
+        CHECK(next->token() >= held->token() + 2);  // the forced bump sits between them
+        next->release();
+    }
+    auto r = sqlock({"release", "--force", "k/never"});
+    CHECK(r.status == 0);
+    CHECK(r.out.find("never granted") != std::string::npos);
+    r = sqlock({"release", "k/force"});
+    CHECK(r.status == 64);
+    CHECK(r.one_line_message());
+}
+
+TEST_CASE_TEMPLATE("status shows held locks, waiters in order and recent runs, as a table or JSON", Db, ALL_BACKENDS) {
+    Db db;
+    cli sqlock(db);
+    auto c = db.open();
+    auto held = c.try_acquire("st/a", {.lease = 30s, .note = "nightly report"});
+    REQUIRE(held);
+    auto other = c.try_acquire("zz/other");
+    REQUIRE(other);
+    std::vector<std::thread> waiting;
+    for (int priority : {1, 5}) {
+        waiting.emplace_back([&, priority] {
+            auto w = db.open();
+            try {
+                w.acquire("st/a", 30s, {.fair = true, .priority = priority}).release();
+            } catch (const sqlock::error&) {
+            }
+        });
+        REQUIRE(test::eventually([&] { return c.waiters("st/").size() == static_cast<std::size_t>(priority == 1 ? 1 : 2); }));
+    }
+    CHECK(sqlock({"run", "--run-key", "r1", "st/job", "--", "true"}).status == 0);
+
+    auto r = sqlock({"status", "st/"});
+    CHECK(r.status == 0);
+    CHECK(r.out.find("HELD LOCKS (1)") != std::string::npos);
+    CHECK(r.out.find("nightly report") != std::string::npos);
+    CHECK(r.out.find("WAITERS (2)") != std::string::npos);
+    CHECK(r.out.find("RECENT JOB RUNS (1)") != std::string::npos);
+    CHECK(r.out.find("zz/other") == std::string::npos);
+
+    r = sqlock({"status", "--json", "st/"});
+    CHECK(r.status == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    REQUIRE(j["locks"].size() == 1);
+    CHECK(j["locks"][0]["key"] == "st/a");
+    CHECK(j["locks"][0]["token"] == held->token());
+    CHECK(j["locks"][0]["mode"] == "conditional_update");
+    CHECK(j["locks"][0]["expires_in_ms"].get<std::int64_t>() > 0);
+    REQUIRE(j["waiters"].size() == 2);
+    CHECK(j["waiters"][0]["priority"] == 5);  // served first
+    CHECK(j["waiters"][1]["priority"] == 1);
+    CHECK(j["waiters"][0]["fair"] == true);
+    REQUIRE(j["runs"].size() == 1);
+    CHECK(j["runs"][0]["job"] == "st/job");
+    CHECK(j["runs"][0]["status"] == "succeeded");
+
+    r = sqlock({"status", "--json"});
+    CHECK(nlohmann::json::parse(r.out)["locks"].size() == 2);
+    held->release();
+    other->release();
+    for (auto& t : waiting) t.join();
+}
+
+TEST_CASE_TEMPLATE("--once-per runs exactly once per period across 8 concurrent invocations", Db, ALL_BACKENDS) {
+    Db db;
+    cli sqlock(db);
+    test::temp_dir dir;
+    const auto log = (dir.path / "log").string();
+    std::map<int, int> statuses;
+    for (int round = 0; round < 3; ++round) {
+        std::vector<test::child> batch;
+        for (int i = 0; i < 8; ++i)
+            batch.push_back(sqlock.start({"run", "--once-per", "1s", "--wait", "5s", "report", "--", "sh", "-c",
+                                          "echo \"$SQLOCK_RUN_KEY\" >> '" + log + "'; sleep 0.2"}));
+        for (auto& c : batch) ++statuses[c.wait(30s)];
+        std::this_thread::sleep_for(1s);
+    }
+    CHECK(statuses.size() == 2);  // 0 for the one that ran, 75 for the others
+    CHECK(statuses[0] >= 3);
+    CHECK(statuses[0] + statuses[75] == 24);
+    // Every period that ran is in the ledger once, succeeded, and ran once.
+    std::multiset<std::string> executed;
+    for (const auto& l : lines(slurp(log))) executed.insert(l);
+    auto r = sqlock({"runs", "--json", "report"});
+    CHECK(r.status == 0);
+    const auto runs = nlohmann::json::parse(r.out);
+    CHECK(runs.size() == static_cast<std::size_t>(statuses[0]));
+    for (const auto& run : runs) {
+        CHECK(run["status"] == "succeeded");
+        CHECK(run["attempts"] == 1);
+        CHECK(executed.count(run["run_key"].get<std::string>()) == 1);
+    }
+    CHECK(executed.size() == runs.size());
+    r = sqlock({"runs", "report"});
+    CHECK(r.out.starts_with("JOB"));
+    CHECK(lines(r.out).size() == runs.size() + 1);
+}
+
+TEST_CASE_TEMPLATE("--run-key: a failed run is retried by a later call, a finished one is not", Db, ALL_BACKENDS) {
+    Db db;
+    cli sqlock(db);
+    auto r = sqlock({"run", "--run-key", "batch-7", "--max-attempts", "2", "import", "--", "sh", "-c",
+                     "echo attempt $SQLOCK_ATTEMPT; exit 5"});
+    CHECK(r.status == 5);  // PROGRAM's status, and the failure is in the ledger
+    CHECK(r.out == "attempt 1\n");
+    std::this_thread::sleep_for(1100ms);  // the retry backoff
+    r = sqlock({"run", "--run-key", "batch-7", "--max-attempts", "2", "import", "--", "sh", "-c",
+                "echo attempt $SQLOCK_ATTEMPT"});
+    CHECK(r.status == 0);
+    CHECK(r.out == "attempt 2\n");
+    r = sqlock({"run", "--run-key", "batch-7", "import", "--", "echo", "again"});
+    CHECK(r.status == 75);
+    CHECK(r.out.empty());
+    CHECK(r.one_line_message());
+    CHECK(r.err.find("already ran") != std::string::npos);
+    const auto runs = nlohmann::json::parse(sqlock({"runs", "--json"}).out);
+    REQUIRE(runs.size() == 1);
+    CHECK(runs[0]["attempts"] == 2);
+    CHECK(runs[0]["status"] == "succeeded");
+}
+
+TEST_CASE_TEMPLATE("migrate, and a missing schema or unreachable database is exit 69", Db, ALL_BACKENDS) {
+    Db db;
+    cli sqlock(db);
+    const std::string fresh = "tcli" + test::random_hex(6) + "_";
+    auto r = sqlock({"migrate", "--print-sql", "--table-prefix", fresh});
+    CHECK(r.status == 0);
+    CHECK(r.out.find("CREATE TABLE IF NOT EXISTS " + fresh + "locks") != std::string::npos);
+    if (db.name() != "sqlite") {
+        r = sqlock({"run", "--table-prefix", fresh, "k", "--", "echo", "ran"});
+        CHECK(r.status == 69);
+        CHECK(r.one_line_message());
+        CHECK(r.err.find("sqlock migrate") != std::string::npos);
+    }
+    r = sqlock({"migrate", "--table-prefix", fresh});
+    CHECK(r.status == 0);
+    CHECK(r.out.find("to 3") != std::string::npos);
+    r = sqlock({"migrate", "--table-prefix", fresh});
+    CHECK(r.out.find("up to date") != std::string::npos);
+    CHECK(sqlock({"run", "--table-prefix", fresh, "k", "--", "true"}).status == 0);
+
+    const std::string unreachable = db.name() == "postgres" ? "postgresql://sqlock@127.0.0.1:1/none?connect_timeout=2"
+                                    : db.name() == "mysql"  ? "mysql://sqlock@127.0.0.1:1/none"
+                                                            : "sqlite:/proc/no/such/dir/x.db";
+    for (const auto& args : {std::vector<std::string>{"--url", unreachable, "run", "k", "--", "echo", "ran"},
+                             std::vector<std::string>{"--url", unreachable, "status"}}) {
+        r = sqlock(args);
+        CHECK(r.status == 69);
+        CHECK(r.out.empty());
+        CHECK(r.one_line_message());
+    }
+}
+
+TEST_CASE_TEMPLATE("bad input is exit 64 with a one-line message, before PROGRAM or the database", Db, ALL_BACKENDS) {
+    Db db;
+    cli sqlock(db);
+    const std::vector<std::vector<std::string>> bad{
+        {"run", "--bogus", "k", "--", "echo", "ran"},
+        {"run", "k", "echo", "ran"},                      // no --
+        {"run", "k", "--"},                               // no PROGRAM
+        {"run", "--", "echo", "ran"},                     // no KEY
+        {"run", "--lease", "10", "k", "--", "echo", "ran"},
+        {"run", "--lease", "5x", "k", "--", "echo", "ran"},
+        {"run", "--wait", "1m1h", "k", "--", "echo", "ran"},
+        {"run", "--kill-after", "", "k", "--", "echo", "ran"},
+        {"run", "--lease", "0s", "k", "--", "echo", "ran"},
+        {"run", "--once-per", "0s", "k", "--", "echo", "ran"},
+        {"run", "--mode", "exclusive", "k", "--", "echo", "ran"},
+        {"run", "--priority", "high", "k", "--", "echo", "ran"},
+        {"run", "--once-per", "1h", "--run-key", "x", "k", "--", "echo", "ran"},
+        {"run", "--once-per", "1h", "job:with:colons", "--", "echo", "ran"},
+        {"run", "", "--", "echo", "ran"},
+        {"run", std::string(256, 'k'), "--", "echo", "ran"},
+        {"run", "--url", "bogus://nowhere", "k", "--", "echo", "ran"},
+        {"run", "--url", "postgresql://", "--table-prefix", "Bad-Prefix", "k", "--", "echo", "ran"},
+        {"status", "--limit", "0"},
+        {"release", "--force"},
+        {"runs", "a", "b"},
+        {"frobnicate"},
+        {},
+    };
+    for (const auto& args : bad) {
+        std::string shown;
+        for (const auto& a : args) shown += "[" + a.substr(0, 20) + "]";
+        CAPTURE(shown);
+        const auto r = sqlock(args);
+        CHECK(r.status == 64);
+        CHECK(r.out.empty());
+        CHECK(r.one_line_message());
+    }
+    // PROGRAM that cannot be run: the shell's statuses, and the key is free again.
+    auto r = sqlock({"run", "k", "--", "/no/such/program"});
+    CHECK(r.status == 127);
+    CHECK(r.one_line_message());
+    r = sqlock({"run", "k", "--", "no-such-program-on-path"});
+    CHECK(r.status == 127);
+    CHECK_FALSE(db.open().inspect("k").held);
+    // --help works on every command.
+    for (std::string cmd : {"", "migrate", "run", "status", "release", "runs"}) {
+        r = cmd.empty() ? sqlock({"--help"}) : sqlock({cmd, "--help"});
+        CHECK(r.status == 0);
+        CHECK(r.out.find("Usage") != std::string::npos);
+    }
+}
+
+}  // TEST_SUITE("cli")
