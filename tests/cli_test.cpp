@@ -6,6 +6,8 @@
 #include "support/helpers.hpp"
 #include "support/process.hpp"
 
+#include "cli/duration.hpp"
+
 #include <sqlock/sqlock.hpp>
 
 #include <doctest/doctest.h>
@@ -463,3 +465,27 @@ TEST_CASE_TEMPLATE("bad input is exit 64 with a one-line message, before PROGRAM
 }
 
 }  // TEST_SUITE("cli")
+
+TEST_SUITE("unit") {
+
+TEST_CASE("command-line durations") {
+    using sqlock::cli::format_duration;
+    using sqlock::cli::parse_duration;
+    CHECK(parse_duration("250ms") == 250ms);
+    CHECK(parse_duration("30s") == 30s);
+    CHECK(parse_duration("5m") == 5min);
+    CHECK(parse_duration("1h") == 1h);
+    CHECK(parse_duration("1h30m") == 90min);
+    CHECK(parse_duration("2d1h1m1s1ms") == 2 * 24h + 1h + 1min + 1s + 1ms);
+    CHECK(parse_duration("0s") == 0ms);
+    for (const char* bad : {"", "10", "5x", "m", "1m1h", "1h1h", "-1s", "1.5s", "1s ", " 1s", "1 s",
+                            "99999999999999999999s", "9999999999999999d"}) {
+        CAPTURE(bad);
+        CHECK_THROWS_AS(parse_duration(bad), std::invalid_argument);
+    }
+    for (std::chrono::milliseconds d : {0ms, 250ms, 1000ms, 5400000ms, 3600001ms, 86400001ms})
+        CHECK(parse_duration(format_duration(d)) == d);
+    CHECK(format_duration(90min) == "1h30m");
+}
+
+}  // TEST_SUITE("unit")
