@@ -240,6 +240,43 @@ TEST_CASE_TEMPLATE("a lost lease stops PROGRAM: SIGTERM, SIGKILL after --kill-af
     CHECK(client.try_acquire("k/lost2"));
 }
 
+// Running, and not a zombie nobody reaped.
+bool running(pid_t pid) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(stat, line)) return false;
+    const auto close = line.rfind(')');
+    return close != std::string::npos && line.size() > close + 2 && line[close + 2] != 'Z';
+}
+
+TEST_CASE_TEMPLATE("PROGRAM never outlives its lease: sqlock killed or frozen", Db, ALL_BACKENDS) {
+    Db db;
+    cli sqlock(db);
+    test::temp_dir dir;
+    const auto log = (dir.path / "log").string();
+
+    // kill -9 of sqlock: PROGRAM and what it started die with it at once,
+    // not when the lease runs out.
+    test::child killed = sqlock.start({"run", "--lease", "30s", "k/dead2", "--", "sh", "-c", "sleep 300 & echo $!; wait"});
+    const auto grandchild = killed.read_line(15s);
+    REQUIRE(grandchild);
+    const pid_t sleeper = std::stoi(*grandchild);
+    CHECK(running(sleeper));
+    killed.signal(SIGKILL);
+    CHECK(test::eventually([&] { return !running(sleeper); }, 5s));
+
+    // SIGSTOP of sqlock past its lease: PROGRAM is stopped (SIGTERM) before
+    // the lease can run out in the database, so before anyone else can run.
+    auto frozen = hold(sqlock, {"--lease", "2s"}, "k/frozen",
+                       "trap 'echo term >> " + log + "; exit 0' TERM; echo held; while :; do sleep 0.05; done");
+    frozen.signal(SIGSTOP);
+    auto r = sqlock({"run", "--wait", "20s", "k/frozen", "--", "sh", "-c", "echo second >> " + log});
+    CHECK(r.status == 0);
+    CHECK(slurp(log) == "term\nsecond\n");
+    frozen.signal(SIGCONT);
+    CHECK(frozen.wait(10s) == 70);  // and it says the lease was lost
+}
+
 TEST_CASE_TEMPLATE("release --force fences the holder off, in every mode", Db, ALL_BACKENDS) {
     Db db;
     cli sqlock(db);

@@ -41,6 +41,11 @@ public:
     // (last confirmed grant or renewal + lease - safety margin, on the
     // monotonic clock) has passed. A lost lease stays lost.
     bool lost() const;
+    // The local deadline on std::chrono::steady_clock: past it, lost() is
+    // true unless a renewal confirmed meanwhile moved it on. Work that must
+    // end while the lease is held (a child process, a request to another
+    // service) can be bounded by it.
+    std::chrono::steady_clock::time_point deadline() const;
     // Throws lease_lost_error when lost() is true.
     void check() const;
     // Stop is requested when the lease is lost: poll it, or attach a

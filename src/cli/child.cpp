@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -15,6 +16,10 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <limits>
+#include <set>
 #include <string_view>
 
 extern char** environ;
@@ -130,26 +135,134 @@ void signal_relay::forward_to(pid_t pgid) {
     pending_ = 0;
 }
 
+namespace {
+
+std::int64_t monotonic_ns() {
+    timespec ts{};
+    ::clock_gettime(CLOCK_MONOTONIC, &ts);  // steady_clock's clock, and async-signal-safe
+    return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+// The guardian: the first process of PROGRAM's process group, forked before
+// PROGRAM, needing nothing from sqlock but a socket on which sqlock writes
+// the lease's local deadline (monotonic ns) whenever it moves. It kills the
+// group when
+// - the socket closes: sqlock died (kill -9), so nobody holds the lease for
+//   PROGRAM and everything PROGRAM started goes with it, grandchildren too;
+// - the last deadline passes with no newer one: sqlock is frozen (SIGSTOP,
+//   starved) and cannot renew, or it wrote 0 because it found the lease lost.
+//   The group gets SIGTERM, and SIGKILL `grace_ns` later.
+// Only async-signal-safe calls: it is a fork of a threaded process.
+[[noreturn]] void guardian_main(int control, pid_t parent, std::int64_t grace_ns) {
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, nullptr);  // the group's SIGTERM is for PROGRAM; SIGKILL still ends us
+    if (::getppid() != parent) ::kill(0, SIGKILL);
+    std::int64_t deadline = std::numeric_limits<std::int64_t>::max();
+    std::int64_t kill_at = std::numeric_limits<std::int64_t>::max();
+    for (;;) {
+        const std::int64_t now = monotonic_ns();
+        if (kill_at == std::numeric_limits<std::int64_t>::max() && now >= deadline) {
+            ::kill(0, SIGTERM);
+            kill_at = now + grace_ns;
+        }
+        if (now >= kill_at) ::kill(0, SIGKILL);
+        const std::int64_t next = std::min(deadline, kill_at);
+        const int timeout_ms = next == std::numeric_limits<std::int64_t>::max()
+                                   ? -1
+                                   : static_cast<int>(std::clamp<std::int64_t>((next - now) / 1'000'000 + 1, 0, 60'000));
+        pollfd p{control, POLLIN, 0};
+        if (::poll(&p, 1, timeout_ms) <= 0) continue;
+        std::int64_t news[64];
+        const ssize_t n = ::read(control, news, sizeof news);
+        if (n == 0) ::kill(0, SIGKILL);  // sqlock is gone
+        // Writes of 8 bytes to a stream socket arrive whole here in practice;
+        // a torn read only delays the next deadline to the next write.
+        if (n >= static_cast<ssize_t>(sizeof(std::int64_t)) && kill_at == std::numeric_limits<std::int64_t>::max())
+            deadline = news[static_cast<std::size_t>(n) / sizeof(std::int64_t) - 1];
+    }
+}
+
+// fds sqlock opened itself (database connections, files) must not leak into
+// PROGRAM or the guardian; those it inherited (PROGRAM's stdin, `3>file`)
+// must. Everything opened after startup is marked close-on-exec.
+std::set<int> inherited_fds() {
+    std::set<int> out;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd", ec))
+        out.insert(std::atoi(e.path().filename().c_str()));
+    return out;
+}
+
+void close_on_exec_except(const std::set<int>& keep) {
+    for (int f : inherited_fds())
+        if (!keep.contains(f)) ::fcntl(f, F_SETFD, ::fcntl(f, F_GETFD) | FD_CLOEXEC);
+}
+
+}  // namespace
+
+const std::set<int>& startup_fds() {
+    static const std::set<int> fds = inherited_fds();
+    return fds;
+}
+
 child_result run_child(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env,
-                       std::stop_token lost, std::chrono::milliseconds kill_after, signal_relay& relay) {
-    // Everything the child needs is prepared before fork: between fork and
+                       const sqlock::lease& lease, std::chrono::milliseconds kill_after, signal_relay& relay) {
+    // Everything the children need is prepared before fork: between fork and
     // exec a child of a threaded process may only make async-signal-safe calls.
     const std::string path = find_program(argv.at(0));
     auto args = argv;
     auto env = child_environment(extra_env);
     auto arg_ptrs = pointers(args);
     auto env_ptrs = pointers(env);
+    close_on_exec_except(startup_fds());
     int pipe_fds[2];
     if (::pipe2(pipe_fds, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
     fd exec_error_read(pipe_fds[0]);
     fd exec_error_write(pipe_fds[1]);
+    int sockets[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sockets) != 0)
+        throw std::runtime_error(std::string("socketpair: ") + std::strerror(errno));
+    fd to_guardian(sockets[0]);
+    fd guardian_end(sockets[1]);
     const pid_t parent = ::getpid();
+    const std::int64_t grace_ns = std::chrono::nanoseconds(kill_after).count();
+
+    const pid_t guardian = ::fork();
+    if (guardian < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+    if (guardian == 0) {
+        ::setpgid(0, 0);
+        // Keep only stdio and the socket (as fd 3): no copy of a database
+        // connection or of the exec-error pipe may outlive sqlock in here.
+        if (guardian_end.value != 3) ::dup2(guardian_end.value, 3);
+        ::close_range(4, ~0U, 0);
+        guardian_main(3, parent, grace_ns);
+    }
+    ::setpgid(guardian, guardian);  // also here, so PROGRAM can join the group at once
+    ::close(guardian_end.value);
+    guardian_end.value = -1;
+    // Ends the guardian on every way out, before the socket closes (which it
+    // would take for sqlock's death).
+    struct guardian_stop {
+        pid_t pid;
+        ~guardian_stop() {
+            ::kill(pid, SIGKILL);
+            int ignored;
+            ::waitpid(pid, &ignored, 0);
+        }
+    } stop_guardian{guardian};
+    auto tell_guardian = [&](std::int64_t deadline_ns) {
+        return ::send(to_guardian.value, &deadline_ns, sizeof deadline_ns, MSG_NOSIGNAL) ==
+               static_cast<ssize_t>(sizeof deadline_ns);
+    };
+    std::int64_t told = std::chrono::nanoseconds(lease.deadline().time_since_epoch()).count();
+    tell_guardian(told);
 
     const pid_t pid = ::fork();
     if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
     if (pid == 0) {
-        ::setpgid(0, 0);
-        ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // no PROGRAM outlives sqlock, and with it the lease
+        ::setpgid(0, guardian);
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // belt and braces: the guardian does this for the whole group
         if (::getppid() != parent) ::_exit(127);
         sigset_t none;
         sigemptyset(&none);
@@ -159,7 +272,7 @@ child_result run_child(const std::vector<std::string>& argv, const std::vector<s
         [[maybe_unused]] auto n = ::write(exec_error_write.value, &e, sizeof e);
         ::_exit(127);
     }
-    ::setpgid(pid, pid);  // also here, so signals can reach the group before the child runs
+    ::setpgid(pid, guardian);
     ::close(exec_error_write.value);
     exec_error_write.value = -1;
     int exec_errno = 0;
@@ -169,47 +282,46 @@ child_result run_child(const std::vector<std::string>& argv, const std::vector<s
         throw spawn_error(exec_errno == ENOENT ? 127 : 126,
                           "cannot run '" + path + "': " + std::strerror(exec_errno));
     }
-    relay.forward_to(pid);
+    relay.forward_to(guardian);
 
     fd child(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
     fd lost_event(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-    std::stop_callback on_lost(lost, [&] {
+    std::stop_callback on_lost(lease.stop_token(), [&] {
         const std::uint64_t one = 1;
         [[maybe_unused]] auto n = ::write(lost_event.value, &one, sizeof one);
     });
 
+    // The deadline moves with each renewal; the guardian hears of it within
+    // a tick, far inside the lease's safety margin.
+    constexpr int tick_ms = 100;
     child_result result;
-    std::chrono::steady_clock::time_point kill_at{};
+    std::int64_t kill_at = 0;
     for (;;) {
-        // Without a pidfd (kernels before 5.3) look for the exit a tick at a time.
-        int timeout_ms = child.value >= 0 ? -1 : 50;
-        if (result.lost && !result.killed) {
-            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                kill_at - std::chrono::steady_clock::now());
-            const int grace = static_cast<int>(std::clamp<std::int64_t>(left.count(), 0, 60'000));
-            timeout_ms = timeout_ms < 0 ? grace : std::min(timeout_ms, grace);
-        }
         pollfd fds[2] = {{lost_event.value, POLLIN, 0}, {child.value, POLLIN, 0}};
-        if (::poll(fds, child.value >= 0 ? 2 : 1, timeout_ms) < 0 && errno != EINTR)
+        if (::poll(fds, child.value >= 0 ? 2 : 1, tick_ms) < 0 && errno != EINTR)
             throw std::runtime_error(std::string("poll: ") + std::strerror(errno));
         if (fds[0].revents & POLLIN) {
             std::uint64_t drained;
             [[maybe_unused]] auto n = ::read(lost_event.value, &drained, sizeof drained);
         }
-
         int wstatus = 0;
-        const pid_t done = ::waitpid(pid, &wstatus, WNOHANG);
-        if (done == pid) {
+        if (::waitpid(pid, &wstatus, WNOHANG) == pid) {
             result.status = exit_status(wstatus);
+            result.killed = result.lost && WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGKILL;
             break;
         }
-        if (lost.stop_requested() && !result.lost) {
+        const std::int64_t now = monotonic_ns();
+        if (lease.stop_token().stop_requested() && !result.lost) {
+            // The guardian stops the group: SIGTERM now, SIGKILL after the
+            // grace period. Should it be gone, do it from here.
             result.lost = true;
-            ::kill(-pid, SIGTERM);
-            kill_at = std::chrono::steady_clock::now() + kill_after;
-        } else if (result.lost && !result.killed && std::chrono::steady_clock::now() >= kill_at) {
-            result.killed = true;
-            ::kill(-pid, SIGKILL);
+            kill_at = now + grace_ns;
+            if (!tell_guardian(0)) ::kill(-guardian, SIGTERM);
+        } else if (!result.lost) {
+            const std::int64_t deadline = std::chrono::nanoseconds(lease.deadline().time_since_epoch()).count();
+            if (deadline != told && tell_guardian(deadline)) told = deadline;
+        } else if (now >= kill_at + 1'000'000'000) {
+            ::kill(-guardian, SIGKILL);  // the guardian did not: it must be gone
         }
     }
     relay.forward_to(0);

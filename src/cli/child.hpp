@@ -2,11 +2,14 @@
 // `sqlock run`'s side of PROGRAM: start it with the lease in its environment,
 // pass on the signals sqlock receives, and stop it when the lease is lost.
 
+#include <sqlock/lease.hpp>
+
 #include <sys/types.h>
 
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <set>
 #include <stdexcept>
 #include <stop_token>
 #include <string>
@@ -57,11 +60,17 @@ struct child_result {
     bool killed = false;     // it outlived the grace period and got SIGKILL
 };
 
+// The file descriptors sqlock started with; call first thing in main(). Only
+// these are passed on to PROGRAM.
+const std::set<int>& startup_fds();
+
 // Runs argv[0] (looked up on PATH unless it contains '/') with extra_env added
-// to sqlock's environment, in a process group of its own, which receives
-// SIGKILL if sqlock dies. When `lost` is requested the group gets SIGTERM,
-// and SIGKILL after `kill_after`. Returns when the child has exited.
+// to sqlock's environment, in a process group of its own. A guardian process
+// in that group stops it when the lease is lost, when the lease's deadline
+// passes while sqlock cannot renew it (frozen), or when sqlock dies: SIGTERM,
+// then SIGKILL after `kill_after` (at once if sqlock died). Returns when the
+// child has exited.
 child_result run_child(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env,
-                       std::stop_token lost, std::chrono::milliseconds kill_after, signal_relay& relay);
+                       const sqlock::lease& lease, std::chrono::milliseconds kill_after, signal_relay& relay);
 
 }  // namespace sqlock::cli

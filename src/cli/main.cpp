@@ -143,10 +143,13 @@ int run_locked(client& db, const settings& s, signal_relay& relay) {
                             (wait.count() ? " after waiting " + format_duration(wait) : "") + "; " +
                             program_name(s) + " not run"};
     }
-    const auto result = run_child(s.program,
+    auto result = run_child(s.program,
                                   {"SQLOCK_KEY=" + held->key(), "SQLOCK_TOKEN=" + std::to_string(held->token()),
                                    "SQLOCK_OWNER=" + held->owner()},
-                                  held->stop_token(), kill_after, relay);
+                                  *held, kill_after, relay);
+    // Also lost if sqlock was frozen while PROGRAM ran and finished: the
+    // guardian stopped PROGRAM, and nobody held the lease for it.
+    result.lost = result.lost || held->lost();
     try {
         held->release();
     } catch (const error& e) {
@@ -187,7 +190,7 @@ int run_job(client& db, const settings& s, signal_relay& relay) {
                                  "SQLOCK_OWNER=" + ctx.lease.owner(), "SQLOCK_JOB=" + s.key,
                                  "SQLOCK_RUN_KEY=" + std::string(ctx.run_key),
                                  "SQLOCK_ATTEMPT=" + std::to_string(ctx.attempt)},
-                                ctx.stop, kill_after, relay);
+                                ctx.lease, kill_after, relay);
             } catch (const spawn_error& e) {
                 ran = child_result{.status = e.status};
                 throw;
@@ -429,6 +432,7 @@ int say(int status, std::string_view prefix, std::string_view what, std::string_
 
 int main(int argc, char** argv) {
     using namespace sqlock;
+    cli::startup_fds();  // before anything opens a file
     try {
         return cli::dispatch(argc, argv);
     } catch (const cli::exit_with& e) {

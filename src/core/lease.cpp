@@ -62,6 +62,11 @@ void lease::check() const {
 
 std::stop_token lease::stop_token() const { return grant_->stop.get_token(); }
 
+std::chrono::steady_clock::time_point lease::deadline() const {
+    // steady_now_ns() reads steady_clock, so the deadline is on that clock.
+    return std::chrono::steady_clock::time_point(std::chrono::nanoseconds(grant_->deadline_ns.load()));
+}
+
 bool lease::renew() {
     if (released_) return false;
     if (lost()) return false;
