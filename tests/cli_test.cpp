@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <map>
@@ -62,6 +63,7 @@ public:
         posix_spawn_file_actions_init(&actions);
         posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
         posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        posix_spawn_file_actions_addclosefrom_np(&actions, 3);  // none of the test's own connections
         auto env_strings = environment(extra_env);
         std::vector<std::string> argv_strings{SQLOCK_CLI};
         argv_strings.insert(argv_strings.end(), args.begin(), args.end());
@@ -80,6 +82,10 @@ public:
         std::vector<std::string> argv{SQLOCK_CLI};
         argv.insert(argv.end(), args.begin(), args.end());
         return test::child(argv, env_);
+    }
+    // `sh -c SCRIPT` with $0 the sqlock program, in the background.
+    test::child start_shell(const std::string& script) const {
+        return test::child({"sh", "-c", script, SQLOCK_CLI}, env_);
     }
 
 private:
@@ -152,7 +158,7 @@ TEST_CASE_TEMPLATE("run passes PROGRAM's status and the lease in its environment
 TEST_CASE_TEMPLATE("a busy key gives the conflict exit code, or the lock after --wait", Db, ALL_BACKENDS) {
     Db db;
     cli sqlock(db);
-    auto holder = hold(sqlock, {}, "k/busy", "sleep 1.5");
+    auto holder = hold(sqlock, {}, "k/busy", "sleep 60");
     auto r = sqlock({"run", "k/busy", "--", "echo", "ran"});
     CHECK(r.status == 75);
     CHECK(r.out.empty());
@@ -163,10 +169,12 @@ TEST_CASE_TEMPLATE("a busy key gives the conflict exit code, or the lock after -
     r = sqlock({"run", "--wait", "250ms", "k/busy", "--", "echo", "ran"});
     CHECK(r.status == 75);
     CHECK(r.err.find("after waiting 250ms") != std::string::npos);
-    r = sqlock({"run", "--wait", "20s", "k/busy", "--", "sh", "-c", "echo $SQLOCK_TOKEN"});
-    CHECK(r.status == 0);
-    CHECK(r.out == "2\n");  // granted once the holder's PROGRAM exited and sqlock released
-    CHECK(holder.wait(10s) == 0);
+    auto waiter = sqlock.start({"run", "--wait", "30s", "k/busy", "--", "sh", "-c", "echo $SQLOCK_TOKEN"});
+    std::this_thread::sleep_for(300ms);
+    holder.signal(SIGTERM);  // forwarded: sleep ends, and sqlock releases
+    CHECK(holder.wait(10s) == 128 + SIGTERM);
+    CHECK(waiter.read_line(20s) == std::optional<std::string>("2"));  // granted once the holder released
+    CHECK(waiter.wait(10s) == 0);
 }
 
 TEST_CASE_TEMPLATE("every mode, and fair waiting with a priority", Db, ALL_BACKENDS) {
@@ -207,11 +215,15 @@ TEST_CASE_TEMPLATE("SIGINT and SIGTERM reach PROGRAM, and the lock is released a
     }
     // A signal while waiting for the key ends the wait; PROGRAM never starts.
     auto holder = hold(sqlock, {}, "k/sig", "sleep 30");
-    auto waiter = sqlock.start({"run", "--wait", "1m", "k/sig", "--", "echo", "ran"});
+    test::temp_dir dir;
+    const auto err = (dir.path / "err").string();
+    auto waiter = sqlock.start_shell("exec \"$0\" run --wait 1m k/sig -- echo ran 2>'" + err + "'");
     std::this_thread::sleep_for(500ms);
     waiter.signal(SIGTERM);
     CHECK(waiter.wait(10s) == 128 + SIGTERM);
-    CHECK_FALSE(waiter.read_line(1s));
+    CHECK_FALSE(waiter.read_line(1s));  // PROGRAM never ran
+    CHECK(slurp(err).starts_with("sqlock: interrupted by SIGTERM while waiting for 'k/sig'"));
+    CHECK(lines(slurp(err)).size() == 1);
 }
 
 TEST_CASE_TEMPLATE("a lost lease stops PROGRAM: SIGTERM, SIGKILL after --kill-after, exit 70", Db, ALL_BACKENDS) {
@@ -219,7 +231,7 @@ TEST_CASE_TEMPLATE("a lost lease stops PROGRAM: SIGTERM, SIGKILL after --kill-af
     cli sqlock(db);
     auto client = db.open();
     // PROGRAM that stops on SIGTERM.
-    auto polite = hold(sqlock, {"--lease", "2s"}, "k/lost", "trap 'echo term; exit 0' TERM; echo held; while :; do sleep 0.05; done");
+    auto polite = hold(sqlock, {"--lease", "6s"}, "k/lost", "trap 'echo term; exit 0' TERM; echo held; while :; do sleep 0.05; done");
     const auto before = client.inspect("k/lost").token;
     auto r = sqlock({"release", "--force", "k/lost"});
     CHECK(r.status == 0);
@@ -229,7 +241,7 @@ TEST_CASE_TEMPLATE("a lost lease stops PROGRAM: SIGTERM, SIGKILL after --kill-af
     CHECK(polite.read_line(10s) == std::optional<std::string>("term"));
     CHECK(polite.wait(10s) == 70);
     // PROGRAM that ignores SIGTERM gets SIGKILL after the grace period.
-    auto stubborn = hold(sqlock, {"--lease", "2s", "--kill-after", "300ms"}, "k/lost",
+    auto stubborn = hold(sqlock, {"--lease", "6s", "--kill-after", "300ms"}, "k/lost",
                          "trap '' TERM; echo held; while :; do sleep 0.05; done");
     CHECK(sqlock({"release", "--force", "k/lost"}).status == 0);
     CHECK(stubborn.wait(10s) == 70);
@@ -267,7 +279,8 @@ TEST_CASE_TEMPLATE("PROGRAM never outlives its lease: sqlock killed or frozen", 
 
     // SIGSTOP of sqlock past its lease: PROGRAM is stopped (SIGTERM) before
     // the lease can run out in the database, so before anyone else can run.
-    auto frozen = hold(sqlock, {"--lease", "2s"}, "k/frozen",
+    // An 8 s lease: its 800 ms safety margin is PROGRAM's time to go.
+    auto frozen = hold(sqlock, {"--lease", "8s"}, "k/frozen",
                        "trap 'echo term >> " + log + "; exit 0' TERM; echo held; while :; do sleep 0.05; done");
     frozen.signal(SIGSTOP);
     auto r = sqlock({"run", "--wait", "20s", "k/frozen", "--", "sh", "-c", "echo second >> " + log});
@@ -447,6 +460,39 @@ TEST_CASE_TEMPLATE("migrate, and a missing schema or unreachable database is exi
         CHECK(r.out.empty());
         CHECK(r.one_line_message());
     }
+}
+
+TEST_CASE_TEMPLATE("PROGRAM gets the fds sqlock was given and none of its own; a terminal works", Db, ALL_BACKENDS) {
+    Db db;
+    cli sqlock(db);
+    // The database connections are open while PROGRAM runs; it sees none.
+    auto r = sqlock({"run", "k/fd", "--", "sh", "-c", "ls /proc/$$/fd"});
+    CHECK(r.status == 0);
+    CHECK(lines(r.out) == std::vector<std::string>{"0", "1", "2"});
+    // Descriptors handed to sqlock (here 3, and whatever the test process
+    // leaves open) are handed on, like flock(1) does: PROGRAM sees exactly
+    // what a shell in sqlock's place would have seen.
+    auto fds_of = [&](const std::string& runner) {
+        auto c = sqlock.start_shell("exec 3</dev/null; exec " + runner + " sh -c 'ls /proc/$$/fd'");
+        std::vector<std::string> fds;
+        while (auto line = c.read_line(15s)) fds.push_back(*line);
+        CHECK(c.wait(10s) == 0);
+        return fds;
+    };
+    const auto through_sqlock = fds_of("\"$0\" run k/fd --");
+    CHECK(std::find(through_sqlock.begin(), through_sqlock.end(), "3") != through_sqlock.end());
+    CHECK(through_sqlock == fds_of(""));
+
+    // On a terminal (script(1) gives it one), PROGRAM can read its answer.
+    test::temp_dir dir;
+    const auto input = dir.path / "in";
+    std::ofstream(input) << "yes\n";
+    auto tty = sqlock.start_shell("exec script -qec \"$0 run k/tty -- sh -c 'read x; echo got:\\$x'\" /dev/null < '" +
+                                  input.string() + "'");
+    std::vector<std::string> out;
+    while (auto line = tty.read_line(20s)) out.push_back(*line);
+    CHECK(tty.wait(10s) == 0);
+    CHECK(std::find(out.begin(), out.end(), "got:yes\r") != out.end());
 }
 
 TEST_CASE_TEMPLATE("bad input is exit 64 with a one-line message, before PROGRAM or the database", Db, ALL_BACKENDS) {

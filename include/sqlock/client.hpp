@@ -92,6 +92,10 @@ public:
 
     // Reads the key's state without changing it.
     lock_info inspect(std::string_view key);
+    // Throws config_error, saying what is wrong, unless `key` is a valid lock
+    // key (1 to 255 bytes of UTF-8 without NUL). For checking input early;
+    // every call that takes a key checks it too.
+    static void check_key(std::string_view key);
 
     // Keys starting with `prefix` ("" for all) held right now, sorted by key;
     // at most `limit` of them.

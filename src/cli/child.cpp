@@ -1,5 +1,6 @@
 #include "cli/child.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -8,6 +9,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <termios.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,8 +18,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 #include <ctime>
-#include <filesystem>
 #include <limits>
 #include <set>
 #include <string_view>
@@ -151,63 +153,121 @@ std::int64_t monotonic_ns() {
 //   PROGRAM and everything PROGRAM started goes with it, grandchildren too;
 // - the last deadline passes with no newer one: sqlock is frozen (SIGSTOP,
 //   starved) and cannot renew, or it wrote 0 because it found the lease lost.
-//   The group gets SIGTERM, and SIGKILL `grace_ns` later.
+//   The group gets SIGTERM, and SIGKILL `grace_ns` later; sqlock is told
+//   (one byte back), so that it reports the loss even if it was merely late.
 // Only async-signal-safe calls: it is a fork of a threaded process.
 [[noreturn]] void guardian_main(int control, pid_t parent, std::int64_t grace_ns) {
     sigset_t all;
     sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, nullptr);  // the group's SIGTERM is for PROGRAM; SIGKILL still ends us
+    pthread_sigmask(SIG_SETMASK, &all, nullptr);  // the group's signals are for PROGRAM; SIGKILL still ends us
     if (::getppid() != parent) ::kill(0, SIGKILL);
-    std::int64_t deadline = std::numeric_limits<std::int64_t>::max();
-    std::int64_t kill_at = std::numeric_limits<std::int64_t>::max();
+    constexpr std::int64_t never = std::numeric_limits<std::int64_t>::max();
+    std::int64_t deadline = never;
+    std::int64_t kill_at = never;
     for (;;) {
         const std::int64_t now = monotonic_ns();
-        if (kill_at == std::numeric_limits<std::int64_t>::max() && now >= deadline) {
+        if (kill_at == never && now >= deadline) {
+            const char stopped = 'S';
+            ::send(control, &stopped, 1, MSG_NOSIGNAL);
             ::kill(0, SIGTERM);
             kill_at = now + grace_ns;
         }
         if (now >= kill_at) ::kill(0, SIGKILL);
         const std::int64_t next = std::min(deadline, kill_at);
-        const int timeout_ms = next == std::numeric_limits<std::int64_t>::max()
-                                   ? -1
-                                   : static_cast<int>(std::clamp<std::int64_t>((next - now) / 1'000'000 + 1, 0, 60'000));
+        const int timeout_ms =
+            next == never ? -1 : static_cast<int>(std::clamp<std::int64_t>((next - now) / 1'000'000 + 1, 0, 60'000));
         pollfd p{control, POLLIN, 0};
         if (::poll(&p, 1, timeout_ms) <= 0) continue;
         std::int64_t news[64];
         const ssize_t n = ::read(control, news, sizeof news);
         if (n == 0) ::kill(0, SIGKILL);  // sqlock is gone
-        // Writes of 8 bytes to a stream socket arrive whole here in practice;
-        // a torn read only delays the next deadline to the next write.
-        if (n >= static_cast<ssize_t>(sizeof(std::int64_t)) && kill_at == std::numeric_limits<std::int64_t>::max())
+        // 8-byte writes to a local stream socket arrive whole in practice; a
+        // torn read only delays the new deadline to the next write.
+        if (n >= static_cast<ssize_t>(sizeof(std::int64_t)) && kill_at == never)
             deadline = news[static_cast<std::size_t>(n) / sizeof(std::int64_t) - 1];
     }
 }
 
-// fds sqlock opened itself (database connections, files) must not leak into
-// PROGRAM or the guardian; those it inherited (PROGRAM's stdin, `3>file`)
-// must. Everything opened after startup is marked close-on-exec.
-std::set<int> inherited_fds() {
+int fd_limit() {
+    const long max = ::sysconf(_SC_OPEN_MAX);
+    return static_cast<int>(std::clamp<long>(max, 256, 65536));
+}
+
+// The fds open in this process, from /proc/self/fd (without the directory's own).
+std::set<int> open_fds() {
     std::set<int> out;
-    std::error_code ec;
-    for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd", ec))
-        out.insert(std::atoi(e.path().filename().c_str()));
+    DIR* dir = ::opendir("/proc/self/fd");
+    if (!dir) return {0, 1, 2};
+    while (const dirent* e = ::readdir(dir)) {
+        if (e->d_name[0] == '.') continue;
+        const int f = std::atoi(e->d_name);
+        if (f != ::dirfd(dir)) out.insert(f);
+    }
+    ::closedir(dir);
     return out;
 }
 
-void close_on_exec_except(const std::set<int>& keep) {
-    for (int f : inherited_fds())
-        if (!keep.contains(f)) ::fcntl(f, F_SETFD, ::fcntl(f, F_GETFD) | FD_CLOEXEC);
+// Ranges [first, last] of fds that are not in `keep`, for the child to mark
+// close-on-exec without allocating.
+std::vector<std::pair<unsigned, unsigned>> gaps(const std::set<int>& keep) {
+    std::vector<std::pair<unsigned, unsigned>> out;
+    unsigned next = 0;
+    for (int f : keep) {
+        if (static_cast<unsigned>(f) > next) out.emplace_back(next, static_cast<unsigned>(f) - 1);
+        next = static_cast<unsigned>(f) + 1;
+    }
+    out.emplace_back(next, ~0U);
+    return out;
 }
+
+// In a forked child: close-on-exec for every fd in `ranges` (async-signal-safe).
+void cloexec_ranges(const std::vector<std::pair<unsigned, unsigned>>& ranges, int limit) {
+    for (auto [first, last] : ranges) {
+        if (::close_range(first, last, CLOSE_RANGE_CLOEXEC) == 0) continue;
+        for (unsigned f = first; f <= last && f < static_cast<unsigned>(limit); ++f) {
+            const int flags = ::fcntl(static_cast<int>(f), F_GETFD);
+            if (flags >= 0) ::fcntl(static_cast<int>(f), F_SETFD, flags | FD_CLOEXEC);
+        }
+    }
+}
+
+// The terminal, when sqlock runs in the foreground of one: PROGRAM's group
+// gets it (so PROGRAM can read a prompt's answer and gets the keyboard's
+// Ctrl-C), and sqlock takes it back afterwards.
+class terminal {
+public:
+    terminal() : ours_(::isatty(0) && ::tcgetpgrp(0) == ::getpgrp()) {}
+    terminal(const terminal&) = delete;
+    terminal& operator=(const terminal&) = delete;
+    ~terminal() { take_back(); }
+    bool foreground() const { return ours_; }
+    void take_back() const {
+        if (ours_) hand_to(::getpgrp());
+    }
+    // Called from a background group it would stop us with SIGTTOU unless blocked.
+    static void hand_to(pid_t pgid) {
+        sigset_t ttou, old;
+        sigemptyset(&ttou);
+        sigaddset(&ttou, SIGTTOU);
+        pthread_sigmask(SIG_BLOCK, &ttou, &old);
+        ::tcsetpgrp(0, pgid);
+        pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    }
+
+private:
+    bool ours_;
+};
 
 }  // namespace
 
 const std::set<int>& startup_fds() {
-    static const std::set<int> fds = inherited_fds();
+    static const std::set<int> fds = open_fds();
     return fds;
 }
 
 child_result run_child(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env,
-                       const sqlock::lease& lease, std::chrono::milliseconds kill_after, signal_relay& relay) {
+                       const sqlock::lease& lease, std::chrono::milliseconds lease_length,
+                       std::chrono::milliseconds kill_after, signal_relay& relay) {
     // Everything the children need is prepared before fork: between fork and
     // exec a child of a threaded process may only make async-signal-safe calls.
     const std::string path = find_program(argv.at(0));
@@ -215,27 +275,30 @@ child_result run_child(const std::vector<std::string>& argv, const std::vector<s
     auto env = child_environment(extra_env);
     auto arg_ptrs = pointers(args);
     auto env_ptrs = pointers(env);
-    close_on_exec_except(startup_fds());
-    int pipe_fds[2];
-    if (::pipe2(pipe_fds, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
-    fd exec_error_read(pipe_fds[0]);
-    fd exec_error_write(pipe_fds[1]);
+    // Only the fds sqlock was started with go to PROGRAM (its stdin, `3>file`);
+    // the database connections and files sqlock opened itself do not.
+    const auto not_inherited = gaps(startup_fds());
+    const int limit = fd_limit();
+    const pid_t parent = ::getpid();
+    const std::int64_t grace_ns = std::chrono::nanoseconds(kill_after).count();
+    terminal tty;
+
     int sockets[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sockets) != 0)
         throw std::runtime_error(std::string("socketpair: ") + std::strerror(errno));
     fd to_guardian(sockets[0]);
     fd guardian_end(sockets[1]);
-    const pid_t parent = ::getpid();
-    const std::int64_t grace_ns = std::chrono::nanoseconds(kill_after).count();
-
     const pid_t guardian = ::fork();
     if (guardian < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
     if (guardian == 0) {
         ::setpgid(0, 0);
-        // Keep only stdio and the socket (as fd 3): no copy of a database
-        // connection or of the exec-error pipe may outlive sqlock in here.
-        if (guardian_end.value != 3) ::dup2(guardian_end.value, 3);
-        ::close_range(4, ~0U, 0);
+        // Nothing but the socket, as fd 3: no copy of a database connection
+        // (or of sqlock's end of the socket) may live on in here.
+        const int null = ::open("/dev/null", O_RDWR);
+        for (int f = 0; f < 3; ++f) ::dup2(null, f);
+        ::dup2(guardian_end.value, 3);
+        if (::close_range(4, ~0U, 0) != 0)
+            for (int f = 4; f < limit; ++f) ::close(f);
         guardian_main(3, parent, grace_ns);
     }
     ::setpgid(guardian, guardian);  // also here, so PROGRAM can join the group at once
@@ -258,12 +321,18 @@ child_result run_child(const std::vector<std::string>& argv, const std::vector<s
     std::int64_t told = std::chrono::nanoseconds(lease.deadline().time_since_epoch()).count();
     tell_guardian(told);
 
+    int pipe_fds[2];
+    if (::pipe2(pipe_fds, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+    fd exec_error_read(pipe_fds[0]);
+    fd exec_error_write(pipe_fds[1]);
     const pid_t pid = ::fork();
     if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
     if (pid == 0) {
         ::setpgid(0, guardian);
         ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // belt and braces: the guardian does this for the whole group
         if (::getppid() != parent) ::_exit(127);
+        if (tty.foreground()) terminal::hand_to(guardian);
+        cloexec_ranges(not_inherited, limit);
         sigset_t none;
         sigemptyset(&none);
         pthread_sigmask(SIG_SETMASK, &none, nullptr);
@@ -291,39 +360,53 @@ child_result run_child(const std::vector<std::string>& argv, const std::vector<s
         [[maybe_unused]] auto n = ::write(lost_event.value, &one, sizeof one);
     });
 
-    // The deadline moves with each renewal; the guardian hears of it within
-    // a tick, far inside the lease's safety margin.
-    constexpr int tick_ms = 100;
+    // The deadline moves with each renewal (every third of the lease); the
+    // guardian hears of it within a tick, well inside the lease's margin.
+    const int tick_ms = static_cast<int>(std::clamp<std::int64_t>(lease_length.count() / 20, 10, 100));
     child_result result;
-    std::int64_t kill_at = 0;
     for (;;) {
-        pollfd fds[2] = {{lost_event.value, POLLIN, 0}, {child.value, POLLIN, 0}};
-        if (::poll(fds, child.value >= 0 ? 2 : 1, tick_ms) < 0 && errno != EINTR)
+        pollfd fds[3] = {{lost_event.value, POLLIN, 0}, {to_guardian.value, POLLIN, 0}, {child.value, POLLIN, 0}};
+        if (::poll(fds, child.value >= 0 ? 3 : 2, tick_ms) < 0 && errno != EINTR)
             throw std::runtime_error(std::string("poll: ") + std::strerror(errno));
         if (fds[0].revents & POLLIN) {
             std::uint64_t drained;
             [[maybe_unused]] auto n = ::read(lost_event.value, &drained, sizeof drained);
         }
+        if (fds[1].revents & POLLIN) {
+            char stopped;
+            if (::recv(to_guardian.value, &stopped, 1, MSG_DONTWAIT) == 1) result.lost = true;
+        }
         int wstatus = 0;
-        if (::waitpid(pid, &wstatus, WNOHANG) == pid) {
+        if (::waitpid(pid, &wstatus, WNOHANG | WUNTRACED) == pid) {
+            if (WIFSTOPPED(wstatus)) {
+                // Ctrl-Z (or a read from the terminal while in the background):
+                // stop sqlock too, so the shell sees the job stopped; renewals
+                // stop with it, and a stop longer than the lease ends PROGRAM.
+                if (tty.foreground()) {
+                    tty.take_back();
+                    ::raise(SIGSTOP);
+                    if (::tcgetpgrp(0) == ::getpgrp()) terminal::hand_to(guardian);  // `fg`
+                    ::kill(-guardian, SIGCONT);
+                }
+                continue;
+            }
             result.status = exit_status(wstatus);
             result.killed = result.lost && WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGKILL;
             break;
         }
-        const std::int64_t now = monotonic_ns();
         if (lease.stop_token().stop_requested() && !result.lost) {
             // The guardian stops the group: SIGTERM now, SIGKILL after the
             // grace period. Should it be gone, do it from here.
             result.lost = true;
-            kill_at = now + grace_ns;
             if (!tell_guardian(0)) ::kill(-guardian, SIGTERM);
         } else if (!result.lost) {
             const std::int64_t deadline = std::chrono::nanoseconds(lease.deadline().time_since_epoch()).count();
             if (deadline != told && tell_guardian(deadline)) told = deadline;
-        } else if (now >= kill_at + 1'000'000'000) {
-            ::kill(-guardian, SIGKILL);  // the guardian did not: it must be gone
         }
     }
+    // After a loss nothing of PROGRAM's may run on: what it left in its group
+    // goes now. Otherwise, like flock(1), background jobs it started stay.
+    if (result.lost) ::kill(-guardian, SIGKILL);
     relay.forward_to(0);
     return result;
 }

@@ -61,7 +61,7 @@ struct child_result {
 };
 
 // The file descriptors sqlock started with; call first thing in main(). Only
-// these are passed on to PROGRAM.
+// these are passed on to PROGRAM; the guardian keeps none of them.
 const std::set<int>& startup_fds();
 
 // Runs argv[0] (looked up on PATH unless it contains '/') with extra_env added
@@ -70,7 +70,9 @@ const std::set<int>& startup_fds();
 // passes while sqlock cannot renew it (frozen), or when sqlock dies: SIGTERM,
 // then SIGKILL after `kill_after` (at once if sqlock died). Returns when the
 // child has exited.
+// `lease_length` sets how often the guardian hears of the moving deadline.
 child_result run_child(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env,
-                       const sqlock::lease& lease, std::chrono::milliseconds kill_after, signal_relay& relay);
+                       const sqlock::lease& lease, std::chrono::milliseconds lease_length,
+                       std::chrono::milliseconds kill_after, signal_relay& relay);
 
 }  // namespace sqlock::cli

@@ -15,7 +15,9 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <exception>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -120,18 +122,52 @@ std::string program_name(const settings& s) { return s.program.empty() ? "PROGRA
 
 // --- run ---------------------------------------------------------------
 
-int run_locked(client& db, const settings& s, signal_relay& relay) {
-    const lock_options options{.mode = parse_mode(s.mode),
-                               .lease = duration_option("--lease", s.lease),
-                               .fair = s.fair,
-                               .priority = s.priority,
-                               .cancel = relay.interrupted()};
-    const auto wait = duration_option("--wait", s.wait);
-    const auto kill_after = duration_option("--kill-after", s.kill_after);
+// Everything `run` was asked, checked before any connection is made: bad
+// input is exit 64 even when the database is away, and creates no file.
+struct run_plan {
+    mode lease_mode;
+    std::chrono::milliseconds lease, wait, kill_after;
+    std::optional<std::chrono::milliseconds> period;  // --once-per
+    bool ledger = false;                              // --once-per or --run-key
+};
+
+run_plan plan_run(const settings& s) {
+    if (!s.saw_separator) usage("run needs '--' before PROGRAM: sqlock run [OPTIONS] KEY -- PROGRAM [ARGS...]");
+    if (s.program.empty()) usage("run: missing PROGRAM after '--'");
+    if (!s.once_per.empty() && !s.run_key.empty()) usage("use --once-per or --run-key, not both");
+    if (s.conflict_exit_code < 0 || s.conflict_exit_code > 255) usage("--conflict-exit-code must be 0 to 255");
+    run_plan plan{.lease_mode = parse_mode(s.mode),
+                  .lease = duration_option("--lease", s.lease),
+                  .wait = duration_option("--wait", s.wait),
+                  .kill_after = duration_option("--kill-after", s.kill_after),
+                  .ledger = !s.once_per.empty() || !s.run_key.empty()};
+    if (plan.lease.count() <= 0) usage("--lease must be longer than zero");
+    if (!s.once_per.empty()) {
+        plan.period = duration_option("--once-per", s.once_per);
+        if (plan.period->count() <= 0) usage("--once-per must be longer than zero");
+    }
+    if (plan.ledger) {
+        if (s.fair || s.priority != 0) usage("--fair and --priority cannot be combined with --once-per or --run-key");
+        if (s.max_attempts < 1) usage("--max-attempts must be at least 1");
+        // KEY names the job; a period's run key is known only from the database clock.
+        job_runner::lock_key(s.key, s.run_key.empty() ? "period" : s.run_key);
+    } else {
+        client::check_key(s.key);
+    }
+    return plan;
+}
+
+void check_not_interrupted(const signal_relay& relay) {
+    if (relay.interrupted().stop_requested()) throw cancelled_error("interrupted before PROGRAM started");
+}
+
+int run_locked(client& db, const settings& s, const run_plan& plan, signal_relay& relay) {
+    const lock_options options{
+        .mode = plan.lease_mode, .lease = plan.lease, .fair = s.fair, .priority = s.priority, .cancel = relay.interrupted()};
     std::optional<lease> held = with_schema(db, [&]() -> std::optional<lease> {
-        if (wait.count() == 0) return db.try_acquire(s.key, options);
+        if (plan.wait.count() == 0) return db.try_acquire(s.key, options);
         try {
-            return db.acquire(s.key, wait, options);
+            return db.acquire(s.key, plan.wait, options);
         } catch (const timeout_error&) {
             return std::nullopt;
         }
@@ -140,15 +176,16 @@ int run_locked(client& db, const settings& s, signal_relay& relay) {
         const auto info = db.inspect(s.key);
         throw exit_with{s.conflict_exit_code,
                         "'" + s.key + "' is held by " + describe_holder(info) +
-                            (wait.count() ? " after waiting " + format_duration(wait) : "") + "; " +
+                            (plan.wait.count() ? " after waiting " + format_duration(plan.wait) : "") + "; " +
                             program_name(s) + " not run"};
     }
+    check_not_interrupted(relay);
     auto result = run_child(s.program,
-                                  {"SQLOCK_KEY=" + held->key(), "SQLOCK_TOKEN=" + std::to_string(held->token()),
-                                   "SQLOCK_OWNER=" + held->owner()},
-                                  *held, kill_after, relay);
-    // Also lost if sqlock was frozen while PROGRAM ran and finished: the
-    // guardian stopped PROGRAM, and nobody held the lease for it.
+                            {"SQLOCK_KEY=" + held->key(), "SQLOCK_TOKEN=" + std::to_string(held->token()),
+                             "SQLOCK_OWNER=" + held->owner()},
+                            *held, plan.lease, plan.kill_after, relay);
+    // Also lost if sqlock was frozen while PROGRAM ran and finished: nobody
+    // held the lease for it meanwhile.
     result.lost = result.lost || held->lost();
     try {
         held->release();
@@ -159,47 +196,43 @@ int run_locked(client& db, const settings& s, signal_relay& relay) {
     }
     if (result.lost)
         throw exit_with{exit_lost, "lost the lease on '" + s.key + "' (token " + std::to_string(held->token()) +
-                                       ") while " + program_name(s) + " ran; sent it SIGTERM" +
-                                       (result.killed ? ", then SIGKILL after " + format_duration(kill_after) : "")};
+                                       ") while " + program_name(s) + " ran; it was sent SIGTERM" +
+                                       (result.killed ? ", then SIGKILL after " + format_duration(plan.kill_after)
+                                                      : "")};
     return result.status;
 }
 
-int run_job(client& db, const settings& s, signal_relay& relay) {
-    if (s.fair || s.priority != 0) usage("--fair and --priority cannot be combined with --once-per or --run-key");
-    if (s.max_attempts < 1) usage("--max-attempts must be at least 1");
-    job_runner runner(db, {.mode = parse_mode(s.mode),
-                           .lease = duration_option("--lease", s.lease),
-                           .wait = duration_option("--wait", s.wait),
+int run_job(client& db, const settings& s, const run_plan& plan, signal_relay& relay) {
+    job_runner runner(db, {.mode = plan.lease_mode,
+                           .lease = plan.lease,
+                           .wait = plan.wait,
                            .max_attempts = s.max_attempts,
                            .cancel = relay.interrupted()});
-    const auto kill_after = duration_option("--kill-after", s.kill_after);
-    std::string run_key = s.run_key;
-    if (!s.once_per.empty()) {
-        const auto period = duration_option("--once-per", s.once_per);
-        if (period.count() <= 0) usage("--once-per must be longer than zero");
-        run_key = with_schema(db, [&] { return runner.run_key(every{period}); });
-    }
-    job_runner::lock_key(s.key, run_key);  // bad names are usage errors before any statement
+    const std::string run_key =
+        plan.period ? with_schema(db, [&] { return runner.run_key(every{*plan.period}); }) : s.run_key;
 
     std::optional<child_result> ran;
+    std::exception_ptr not_started;  // PROGRAM could not be started: sqlock's failure, not PROGRAM's
     const auto outcome = with_schema(db, [&] {
         return runner.run(s.key, run_key, [&](const job_context& ctx) -> std::string {
             try {
+                check_not_interrupted(relay);
                 ran = run_child(s.program,
                                 {"SQLOCK_KEY=" + ctx.lease.key(), "SQLOCK_TOKEN=" + std::to_string(ctx.token),
                                  "SQLOCK_OWNER=" + ctx.lease.owner(), "SQLOCK_JOB=" + s.key,
                                  "SQLOCK_RUN_KEY=" + std::string(ctx.run_key),
                                  "SQLOCK_ATTEMPT=" + std::to_string(ctx.attempt)},
-                                ctx.lease, kill_after, relay);
-            } catch (const spawn_error& e) {
-                ran = child_result{.status = e.status};
-                throw;
+                                ctx.lease, plan.lease, plan.kill_after, relay);
+            } catch (...) {
+                not_started = std::current_exception();
+                throw;  // recorded in the ledger as this attempt's failure
             }
-            if (ran->status != 0) throw std::runtime_error(program_name(s) + " exited with status " +
-                                                           std::to_string(ran->status));
+            if (ran->status != 0)
+                throw std::runtime_error(program_name(s) + " exited with status " + std::to_string(ran->status));
             return "exit 0";
         });
     });
+    if (not_started && outcome.status != job_status::lost) std::rethrow_exception(not_started);
     const std::string what = "'" + s.key + "' for run key " + run_key;
     switch (outcome.status) {
     case job_status::ran:
@@ -215,11 +248,7 @@ int run_job(client& db, const settings& s, signal_relay& relay) {
         throw exit_with{exit_lost, "lost the lease on " + what + " while " + program_name(s) +
                                        " ran; it was stopped and the run is not recorded as done"};
     case job_status::failed:
-        if (outcome.executed && ran) {
-            if (ran->status != 0 && !outcome.error.starts_with(program_name(s) + " exited"))
-                std::fprintf(stderr, "sqlock: %s\n", outcome.error.c_str());
-            return ran->status;  // PROGRAM's own failure, recorded in the ledger
-        }
+        if (outcome.executed && ran) return ran->status;  // PROGRAM's own failure, recorded in the ledger
         throw exit_with{s.conflict_exit_code,
                         what + " failed before (attempt " + std::to_string(outcome.record.attempts) + " of " +
                             std::to_string(s.max_attempts) + ": " + outcome.record.last_error + "); " +
@@ -231,17 +260,15 @@ int run_job(client& db, const settings& s, signal_relay& relay) {
 }
 
 int command_run(const settings& s) {
-    if (!s.saw_separator) usage("run needs '--' before PROGRAM: sqlock run [OPTIONS] KEY -- PROGRAM [ARGS...]");
-    if (s.program.empty()) usage("run: missing PROGRAM after '--'");
-    if (!s.once_per.empty() && !s.run_key.empty()) usage("use --once-per or --run-key, not both");
-    if (s.conflict_exit_code < 0 || s.conflict_exit_code > 255) usage("--conflict-exit-code must be 0 to 255");
+    const run_plan plan = plan_run(s);
     signal_relay relay;  // before the client starts its threads, so they never see these signals
     auto db = open_client(s, spdlog::level::err);
     try {
-        return s.once_per.empty() && s.run_key.empty() ? run_locked(db, s, relay) : run_job(db, s, relay);
+        return plan.ledger ? run_job(db, s, plan, relay) : run_locked(db, s, plan, relay);
     } catch (const cancelled_error&) {
         const int sig = relay.last_signal();
-        throw exit_with{128 + sig, std::string("interrupted by ") + sigabbrev_np(sig) + " while waiting for '" +
+        const char* name = sig > 0 ? sigabbrev_np(sig) : nullptr;
+        throw exit_with{128 + sig, std::string("interrupted by SIG") + (name ? name : "?") + " while waiting for '" +
                                        s.key + "'; " + program_name(s) + " not run"};
     } catch (const spawn_error& e) {
         throw exit_with{e.status, e.what()};
@@ -320,15 +347,25 @@ int dispatch(int argc, char** argv) {
     // Everything after the first "--" that follows the `run` command is
     // PROGRAM and its arguments, never parsed as options.
     std::vector<std::string> args(argv + 1, argv + argc);
+    // The command is the first argument that is not an option or the value of
+    // a global one; only after `run` does "--" start PROGRAM.
     bool saw_run = false;
     for (std::size_t i = 0; i < args.size(); ++i) {
-        if (args[i] == "run") saw_run = true;
-        if (args[i] == "--" && saw_run) {
+        if (args[i] == "--url" || args[i] == "--table-prefix") {
+            ++i;
+            continue;
+        }
+        if (args[i].starts_with("-")) continue;
+        saw_run = args[i] == "run";
+        if (!saw_run) break;
+        for (std::size_t j = i + 1; j < args.size(); ++j) {
+            if (args[j] != "--") continue;
             s.saw_separator = true;
-            s.program.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
-            args.resize(i);
+            s.program.assign(args.begin() + static_cast<std::ptrdiff_t>(j) + 1, args.end());
+            args.resize(j);
             break;
         }
+        break;
     }
 
     CLI::App app{"sqlock: distributed locks, leases and run-once jobs in the SQL database you already run"};
@@ -361,8 +398,9 @@ int dispatch(int argc, char** argv) {
     run->add_option("--kill-after", s.kill_after, "After a lost lease, SIGKILL this long after SIGTERM (default 10s)");
     run->footer(R"(PROGRAM runs in a process group of its own with SQLOCK_KEY, SQLOCK_TOKEN and
 SQLOCK_OWNER set (ledger runs add SQLOCK_JOB, SQLOCK_RUN_KEY, SQLOCK_ATTEMPT).
-SIGINT, SIGTERM and SIGHUP are passed on to it. If the lease is lost it gets
-SIGTERM, then SIGKILL after --kill-after, and sqlock exits 70.)");
+SIGINT, SIGTERM and SIGHUP are passed on to it. If the lease is lost, or its
+deadline passes while sqlock is frozen, the group gets SIGTERM, then SIGKILL
+after --kill-after, and sqlock exits 70; if sqlock is killed, SIGKILL at once.)");
 
     auto* status = app.add_subcommand("status", "Held locks, waiters and recent job runs");
     status->add_option("KEY-PREFIX", s.prefix, "Only keys (and job names) starting with this");

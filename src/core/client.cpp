@@ -696,19 +696,30 @@ lock_info client_impl::inspect(std::string_view key) {
 
 std::vector<lock_info> client_impl::locks(std::string_view prefix, std::size_t limit) {
     validate_prefix(prefix);
+    if (limit < 1) throw config_error("limit must be at least 1");
     check_schema();
     return with_session([&](session& s) {
+        // Candidates include keys whose select_for_update holder has gone
+        // since; page through them until `limit` are found held.
+        const std::size_t page = std::max<std::size_t>(limit, 100);
         std::vector<lock_info> out;
-        for (const auto& key : s.held_keys(prefix, limit)) {
-            auto info = s.inspect(key);
-            if (info.held) out.push_back(std::move(info));
+        std::string after;
+        for (;;) {
+            const auto keys = s.held_keys(prefix, after, page);
+            for (const auto& key : keys) {
+                auto info = s.inspect(key);
+                if (info.held) out.push_back(std::move(info));
+                if (out.size() == limit) return out;
+            }
+            if (keys.size() < page) return out;
+            after = keys.back();
         }
-        return out;
     });
 }
 
 std::vector<waiter_info> client_impl::waiters(std::string_view prefix, std::size_t limit) {
     validate_prefix(prefix);
+    if (limit < 1) throw config_error("limit must be at least 1");
     check_schema();
     return with_session([&](session& s) { return s.waiters(prefix, limit); });
 }
@@ -771,6 +782,8 @@ lease client::acquire(std::string_view key, std::chrono::milliseconds timeout, c
 }
 
 lock_info client::inspect(std::string_view key) { return impl_->inspect(key); }
+
+void client::check_key(std::string_view key) { detail::validate_key(key); }
 
 std::string client::migration_sql() const {
     std::string out;

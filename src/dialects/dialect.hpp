@@ -177,9 +177,11 @@ public:
     // token other than its own means the lock was broken (force_release).
     virtual std::int64_t fence_token(std::string_view key) = 0;
 
-    // Keys starting with `prefix` that may be held right now (a live lease,
-    // or a latest grant by select_for_update), sorted; inspect() tells.
-    virtual std::vector<std::string> held_keys(std::string_view prefix, std::size_t limit) = 0;
+    // Keys starting with `prefix`, sorted and after `after`, that may be held
+    // right now (a live lease, or a latest grant by select_for_update, which
+    // may have ended since); inspect() tells.
+    virtual std::vector<std::string> held_keys(std::string_view prefix, std::string_view after,
+                                               std::size_t limit) = 0;
     // Live waiters of keys starting with `prefix`, per key in grant order.
     virtual std::vector<waiter_info> waiters(std::string_view prefix, std::size_t limit) = 0;
     // Break-glass release in one transaction: bumps the key's fencing counter

@@ -349,12 +349,13 @@ public:
         return guarded("ping", [&] { return read_token(key); });
     }
 
-    std::vector<std::string> held_keys(std::string_view prefix, std::size_t limit) override {
+    std::vector<std::string> held_keys(std::string_view prefix, std::string_view after, std::size_t limit) override {
         return guarded("listing held keys", [&] {
             auto& ps = prepared("held_keys");
             ps.setString(1, std::string(prefix));
             ps.setString(2, std::string(prefix));
-            ps.setInt64(3, static_cast<std::int64_t>(limit));
+            ps.setString(3, std::string(after));
+            ps.setInt64(4, static_cast<std::int64_t>(limit));
             count();
             std::unique_ptr<sql::ResultSet> rs(ps.executeQuery());
             std::vector<std::string> out;
@@ -389,13 +390,6 @@ public:
         return guarded("force_release", [&]() -> std::optional<std::int64_t> {
             exec("START TRANSACTION");
             in_tx_ = true;
-            auto& bump_ps = prepared("force_bump");
-            bump_ps.setString(1, std::string(key));
-            count();
-            if (bump_ps.executeUpdate() == 0) {
-                rollback();
-                return std::nullopt;
-            }
             bool live;
             {
                 auto& ps = prepared("force_live");
@@ -409,6 +403,13 @@ public:
                 expire.setString(1, std::string(key));
                 count();
                 expire.executeUpdate();
+            }
+            auto& bump_ps = prepared("force_bump");
+            bump_ps.setString(1, std::string(key));
+            count();
+            if (bump_ps.executeUpdate() == 0) {
+                rollback();
+                return std::nullopt;
             }
             const std::int64_t token = read_token(key);
             exec("COMMIT");

@@ -216,13 +216,14 @@ public:
         });
     }
 
-    std::vector<std::string> held_keys(std::string_view prefix, std::size_t limit) override {
+    std::vector<std::string> held_keys(std::string_view prefix, std::string_view after, std::size_t limit) override {
         return guarded("listing held keys", [&] {
             pqxx::nontransaction tx(*conn_);
             count();
             std::vector<std::string> out;
             for (const auto& row :
-                 tx.exec_prepared(prepared("held_keys"), std::string(prefix), static_cast<std::int64_t>(limit)))
+                 tx.exec_prepared(prepared("held_keys"), std::string(prefix), std::string(after),
+                                  static_cast<std::int64_t>(limit)))
                 out.push_back(row[0].as<std::string>());
             return out;
         });

@@ -284,9 +284,9 @@ public:
 
     std::int64_t fence_token(std::string_view) override { no_row_locks(); }
 
-    std::vector<std::string> held_keys(std::string_view prefix, std::size_t limit) override {
+    std::vector<std::string> held_keys(std::string_view prefix, std::string_view after, std::size_t limit) override {
         auto q = prepare("held_keys");
-        q.bind(1, prefix).bind(2, static_cast<std::int64_t>(limit));
+        q.bind(1, prefix).bind(2, static_cast<std::int64_t>(limit)).bind(3, after);
         std::vector<std::string> out;
         while (q.step()) out.push_back(q.text(0));
         return out;
