@@ -140,7 +140,10 @@ build() {
   local dir=$1
   shift
   say "configuring $dir"
-  interruptible cmake -S "$ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSQLOCK_WERROR=ON "$@"
+  # -g1 (line tables: enough for sanitizer and crash stack traces) instead of
+  # -g builds the suite in markedly less time.
+  interruptible cmake -S "$ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSQLOCK_WERROR=ON \
+    "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" "$@"
   say "building $dir (-j$BUILD_JOBS)"
   interruptible cmake --build "$dir" -j "$BUILD_JOBS"
 }
@@ -170,7 +173,8 @@ if ((SANITIZE)); then
   RESULT_ASAN="setup-FAILED"
   start_servers asan
   RESULT_ASAN="build-FAILED"
-  build "$ASAN_BUILD_DIR" -DSQLOCK_SANITIZE=ON -DSQLOCK_BUILD_BENCH=OFF
+  # -O1: sanitizer builds at -O2 compile slowly for little gain in run time.
+  build "$ASAN_BUILD_DIR" -DSQLOCK_SANITIZE=ON -DSQLOCK_BUILD_BENCH=OFF "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1"
   # Sanitizer settings apply only to this suite (the subshell keeps them local).
   if (
     export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
@@ -179,7 +183,9 @@ if ((SANITIZE)); then
     if [[ -z "${LSAN_OPTIONS:-}" && -f "$ROOT/tests/lsan.supp" ]]; then
       export LSAN_OPTIONS="suppressions=$ROOT/tests/lsan.supp:print_suppressions=0"
     fi
-    run_ctest "$ASAN_BUILD_DIR" "$@"
+    # Not the package test: it checks install and find_package by building
+    # the library again, which sanitizers add nothing to (and it took ~4 min).
+    run_ctest "$ASAN_BUILD_DIR" -E '^package$' "$@"
   ); then
     RESULT_ASAN=PASS
   else

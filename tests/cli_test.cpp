@@ -137,8 +137,9 @@ std::vector<std::string> lines(const std::string& text) {
 
 TEST_SUITE("cli") {
 
-TEST_CASE_TEMPLATE("run passes PROGRAM's status and the lease in its environment", Db, ALL_BACKENDS) {
-    Db db;
+// Each test is a plain function, compiled once; the test case template
+// after it only picks the backend (templates tripled this file's build time).
+void run_passes_status_and_environment(const test::backend_base& db) {
     cli sqlock(db);
     auto r = sqlock({"run", "k/env", "--", "sh", "-c", "echo \"$SQLOCK_KEY|$SQLOCK_TOKEN|${#SQLOCK_OWNER}\"; exit 7"});
     CHECK(r.status == 7);
@@ -155,8 +156,12 @@ TEST_CASE_TEMPLATE("run passes PROGRAM's status and the lease in its environment
     CHECK(r.out == odd);
 }
 
-TEST_CASE_TEMPLATE("a busy key gives the conflict exit code, or the lock after --wait", Db, ALL_BACKENDS) {
+TEST_CASE_TEMPLATE("run passes PROGRAM's status and the lease in its environment", Db, ALL_BACKENDS) {
     Db db;
+    run_passes_status_and_environment(db);
+}
+
+void busy_key_and_wait(const test::backend_base& db) {
     cli sqlock(db);
     auto holder = hold(sqlock, {}, "k/busy", "sleep 60");
     auto r = sqlock({"run", "k/busy", "--", "echo", "ran"});
@@ -177,8 +182,12 @@ TEST_CASE_TEMPLATE("a busy key gives the conflict exit code, or the lock after -
     CHECK(waiter.wait(10s) == 0);
 }
 
-TEST_CASE_TEMPLATE("every mode, and fair waiting with a priority", Db, ALL_BACKENDS) {
+TEST_CASE_TEMPLATE("a busy key gives the conflict exit code, or the lock after --wait", Db, ALL_BACKENDS) {
     Db db;
+    busy_key_and_wait(db);
+}
+
+void every_mode_and_fair_waiting(const test::backend_base& db) {
     cli sqlock(db);
     std::int64_t last = 0;
     for (std::string m : {"insert", "update", "select-for-update"}) {
@@ -199,8 +208,12 @@ TEST_CASE_TEMPLATE("every mode, and fair waiting with a priority", Db, ALL_BACKE
     CHECK(holder.wait(10s) == 0);
 }
 
-TEST_CASE_TEMPLATE("SIGINT and SIGTERM reach PROGRAM, and the lock is released after it exits", Db, ALL_BACKENDS) {
+TEST_CASE_TEMPLATE("every mode, and fair waiting with a priority", Db, ALL_BACKENDS) {
     Db db;
+    every_mode_and_fair_waiting(db);
+}
+
+void signals_reach_program(const test::backend_base& db) {
     cli sqlock(db);
     for (int sig : {SIGINT, SIGTERM}) {
         CAPTURE(sig);
@@ -226,8 +239,12 @@ TEST_CASE_TEMPLATE("SIGINT and SIGTERM reach PROGRAM, and the lock is released a
     CHECK(lines(slurp(err)).size() == 1);
 }
 
-TEST_CASE_TEMPLATE("a lost lease stops PROGRAM: SIGTERM, SIGKILL after --kill-after, exit 70", Db, ALL_BACKENDS) {
+TEST_CASE_TEMPLATE("SIGINT and SIGTERM reach PROGRAM, and the lock is released after it exits", Db, ALL_BACKENDS) {
     Db db;
+    signals_reach_program(db);
+}
+
+void lost_lease_stops_program(const test::backend_base& db) {
     cli sqlock(db);
     auto client = db.open();
     // PROGRAM that stops on SIGTERM.
@@ -252,6 +269,11 @@ TEST_CASE_TEMPLATE("a lost lease stops PROGRAM: SIGTERM, SIGKILL after --kill-af
     CHECK(client.try_acquire("k/lost2"));
 }
 
+TEST_CASE_TEMPLATE("a lost lease stops PROGRAM: SIGTERM, SIGKILL after --kill-after, exit 70", Db, ALL_BACKENDS) {
+    Db db;
+    lost_lease_stops_program(db);
+}
+
 // Running, and not a zombie nobody reaped.
 bool running(pid_t pid) {
     std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
@@ -261,8 +283,7 @@ bool running(pid_t pid) {
     return close != std::string::npos && line.size() > close + 2 && line[close + 2] != 'Z';
 }
 
-TEST_CASE_TEMPLATE("PROGRAM never outlives its lease: sqlock killed or frozen", Db, ALL_BACKENDS) {
-    Db db;
+void program_never_outlives_lease(const test::backend_base& db) {
     cli sqlock(db);
     test::temp_dir dir;
     const auto log = (dir.path / "log").string();
@@ -290,8 +311,12 @@ TEST_CASE_TEMPLATE("PROGRAM never outlives its lease: sqlock killed or frozen", 
     CHECK(frozen.wait(10s) == 70);  // and it says the lease was lost
 }
 
-TEST_CASE_TEMPLATE("release --force fences the holder off, in every mode", Db, ALL_BACKENDS) {
+TEST_CASE_TEMPLATE("PROGRAM never outlives its lease: sqlock killed or frozen", Db, ALL_BACKENDS) {
     Db db;
+    program_never_outlives_lease(db);
+}
+
+void release_force_fences_holder(const test::backend_base& db) {
     cli sqlock(db);
     auto a = db.open();
     auto b = db.open();
@@ -320,8 +345,12 @@ TEST_CASE_TEMPLATE("release --force fences the holder off, in every mode", Db, A
     CHECK(r.one_line_message());
 }
 
-TEST_CASE_TEMPLATE("status shows held locks, waiters in order and recent runs, as a table or JSON", Db, ALL_BACKENDS) {
+TEST_CASE_TEMPLATE("release --force fences the holder off, in every mode", Db, ALL_BACKENDS) {
     Db db;
+    release_force_fences_holder(db);
+}
+
+void status_lists_locks_waiters_runs(const test::backend_base& db) {
     cli sqlock(db);
     auto c = db.open();
     auto held = c.try_acquire("st/a", {.lease = 30s, .note = "nightly report"});
@@ -372,8 +401,12 @@ TEST_CASE_TEMPLATE("status shows held locks, waiters in order and recent runs, a
     for (auto& t : waiting) t.join();
 }
 
-TEST_CASE_TEMPLATE("--once-per runs exactly once per period across 8 concurrent invocations", Db, ALL_BACKENDS) {
+TEST_CASE_TEMPLATE("status shows held locks, waiters in order and recent runs, as a table or JSON", Db, ALL_BACKENDS) {
     Db db;
+    status_lists_locks_waiters_runs(db);
+}
+
+void once_per_runs_once_per_period(const test::backend_base& db) {
     cli sqlock(db);
     test::temp_dir dir;
     const auto log = (dir.path / "log").string();
@@ -407,8 +440,12 @@ TEST_CASE_TEMPLATE("--once-per runs exactly once per period across 8 concurrent 
     CHECK(lines(r.out).size() == runs.size() + 1);
 }
 
-TEST_CASE_TEMPLATE("--run-key: a failed run is retried by a later call, a finished one is not", Db, ALL_BACKENDS) {
+TEST_CASE_TEMPLATE("--once-per runs exactly once per period across 8 concurrent invocations", Db, ALL_BACKENDS) {
     Db db;
+    once_per_runs_once_per_period(db);
+}
+
+void run_key_retries_failures(const test::backend_base& db) {
     cli sqlock(db);
     auto r = sqlock({"run", "--run-key", "batch-7", "--max-attempts", "2", "import", "--", "sh", "-c",
                      "echo attempt $SQLOCK_ATTEMPT; exit 5"});
@@ -430,8 +467,12 @@ TEST_CASE_TEMPLATE("--run-key: a failed run is retried by a later call, a finish
     CHECK(runs[0]["status"] == "succeeded");
 }
 
-TEST_CASE_TEMPLATE("migrate, and a missing schema or unreachable database is exit 69", Db, ALL_BACKENDS) {
+TEST_CASE_TEMPLATE("--run-key: a failed run is retried by a later call, a finished one is not", Db, ALL_BACKENDS) {
     Db db;
+    run_key_retries_failures(db);
+}
+
+void migrate_and_unavailable_database(const test::backend_base& db) {
     cli sqlock(db);
     const std::string fresh = "tcli" + test::random_hex(6) + "_";
     auto r = sqlock({"migrate", "--print-sql", "--table-prefix", fresh});
@@ -462,8 +503,12 @@ TEST_CASE_TEMPLATE("migrate, and a missing schema or unreachable database is exi
     }
 }
 
-TEST_CASE_TEMPLATE("PROGRAM gets the fds sqlock was given and none of its own; a terminal works", Db, ALL_BACKENDS) {
+TEST_CASE_TEMPLATE("migrate, and a missing schema or unreachable database is exit 69", Db, ALL_BACKENDS) {
     Db db;
+    migrate_and_unavailable_database(db);
+}
+
+void fds_and_terminal(const test::backend_base& db) {
     cli sqlock(db);
     // The database connections are open while PROGRAM runs; it sees none.
     auto r = sqlock({"run", "k/fd", "--", "sh", "-c", "ls /proc/$$/fd"});
@@ -495,8 +540,12 @@ TEST_CASE_TEMPLATE("PROGRAM gets the fds sqlock was given and none of its own; a
     CHECK(std::find(out.begin(), out.end(), "got:yes\r") != out.end());
 }
 
-TEST_CASE_TEMPLATE("bad input is exit 64 with a one-line message, before PROGRAM or the database", Db, ALL_BACKENDS) {
+TEST_CASE_TEMPLATE("PROGRAM gets the fds sqlock was given and none of its own; a terminal works", Db, ALL_BACKENDS) {
     Db db;
+    fds_and_terminal(db);
+}
+
+void bad_input_is_usage_error(const test::backend_base& db) {
     cli sqlock(db);
     const std::vector<std::vector<std::string>> bad{
         {"run", "--bogus", "k", "--", "echo", "ran"},
@@ -545,6 +594,11 @@ TEST_CASE_TEMPLATE("bad input is exit 64 with a one-line message, before PROGRAM
         CHECK(r.status == 0);
         CHECK(r.out.find("Usage") != std::string::npos);
     }
+}
+
+TEST_CASE_TEMPLATE("bad input is exit 64 with a one-line message, before PROGRAM or the database", Db, ALL_BACKENDS) {
+    Db db;
+    bad_input_is_usage_error(db);
 }
 
 }  // TEST_SUITE("cli")
