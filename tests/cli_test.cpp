@@ -257,11 +257,20 @@ void lost_lease_stops_program(const test::backend_base& db) {
     CHECK(client.inspect("k/lost").token == before + 1);
     CHECK(polite.read_line(10s) == std::optional<std::string>("term"));
     CHECK(polite.wait(10s) == 70);
-    // PROGRAM that ignores SIGTERM gets SIGKILL after the grace period.
-    auto stubborn = hold(sqlock, {"--lease", "6s", "--kill-after", "300ms"}, "k/lost",
-                         "trap '' TERM; echo held; while :; do sleep 0.05; done");
+    // PROGRAM that ignores SIGTERM gets SIGKILL after the grace period, and
+    // sqlock says so in one line.
+    test::temp_dir dir;
+    const auto err = (dir.path / "err").string();
+    auto stubborn = sqlock.start_shell(
+        "exec \"$0\" run --lease 6s --kill-after 300ms k/lost -- "
+        "sh -c \"trap '' TERM; echo held; while :; do sleep 0.05; done\" 2>'" + err + "'");
+    REQUIRE(stubborn.read_line(15s) == std::optional<std::string>("held"));
     CHECK(sqlock({"release", "--force", "k/lost"}).status == 0);
     CHECK(stubborn.wait(10s) == 70);
+    const auto message = slurp(err);
+    CHECK(lines(message).size() == 1);
+    CHECK(message.find("lost the lease on 'k/lost'") != std::string::npos);
+    CHECK(message.find("then SIGKILL after 300ms") != std::string::npos);
     // The lease can also run out under it: the database row taken away.
     auto robbed = hold(sqlock, {"--lease", "1s", "--kill-after", "300ms"}, "k/lost2", "sleep 30");
     db.raw()->exec("DELETE FROM " + db.table("locks"));
