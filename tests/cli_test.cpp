@@ -135,10 +135,16 @@ std::vector<std::string> lines(const std::string& text) {
 
 }  // namespace
 
+// Each test is a plain function, compiled once; CLI_TEST makes it a test
+// case per backend (template bodies tripled this file's build time).
+#define CLI_TEST(title, test)                          \
+    TEST_CASE_TEMPLATE(title, Db, ALL_BACKENDS) {      \
+        Db db;                                         \
+        test(db);                                      \
+    }
+
 TEST_SUITE("cli") {
 
-// Each test is a plain function, compiled once; the test case template
-// after it only picks the backend (templates tripled this file's build time).
 void run_passes_status_and_environment(const test::backend_base& db) {
     cli sqlock(db);
     auto r = sqlock({"run", "k/env", "--", "sh", "-c", "echo \"$SQLOCK_KEY|$SQLOCK_TOKEN|${#SQLOCK_OWNER}\"; exit 7"});
@@ -156,10 +162,7 @@ void run_passes_status_and_environment(const test::backend_base& db) {
     CHECK(r.out == odd);
 }
 
-TEST_CASE_TEMPLATE("run passes PROGRAM's status and the lease in its environment", Db, ALL_BACKENDS) {
-    Db db;
-    run_passes_status_and_environment(db);
-}
+CLI_TEST("run passes PROGRAM's status and the lease in its environment", run_passes_status_and_environment)
 
 void busy_key_and_wait(const test::backend_base& db) {
     cli sqlock(db);
@@ -182,10 +185,7 @@ void busy_key_and_wait(const test::backend_base& db) {
     CHECK(waiter.wait(10s) == 0);
 }
 
-TEST_CASE_TEMPLATE("a busy key gives the conflict exit code, or the lock after --wait", Db, ALL_BACKENDS) {
-    Db db;
-    busy_key_and_wait(db);
-}
+CLI_TEST("a busy key gives the conflict exit code, or the lock after --wait", busy_key_and_wait)
 
 void every_mode_and_fair_waiting(const test::backend_base& db) {
     cli sqlock(db);
@@ -208,10 +208,7 @@ void every_mode_and_fair_waiting(const test::backend_base& db) {
     CHECK(holder.wait(10s) == 0);
 }
 
-TEST_CASE_TEMPLATE("every mode, and fair waiting with a priority", Db, ALL_BACKENDS) {
-    Db db;
-    every_mode_and_fair_waiting(db);
-}
+CLI_TEST("every mode, and fair waiting with a priority", every_mode_and_fair_waiting)
 
 void signals_reach_program(const test::backend_base& db) {
     cli sqlock(db);
@@ -239,10 +236,7 @@ void signals_reach_program(const test::backend_base& db) {
     CHECK(lines(slurp(err)).size() == 1);
 }
 
-TEST_CASE_TEMPLATE("SIGINT and SIGTERM reach PROGRAM, and the lock is released after it exits", Db, ALL_BACKENDS) {
-    Db db;
-    signals_reach_program(db);
-}
+CLI_TEST("SIGINT and SIGTERM reach PROGRAM, and the lock is released after it exits", signals_reach_program)
 
 void lost_lease_stops_program(const test::backend_base& db) {
     cli sqlock(db);
@@ -278,10 +272,7 @@ void lost_lease_stops_program(const test::backend_base& db) {
     CHECK(client.try_acquire("k/lost2"));
 }
 
-TEST_CASE_TEMPLATE("a lost lease stops PROGRAM: SIGTERM, SIGKILL after --kill-after, exit 70", Db, ALL_BACKENDS) {
-    Db db;
-    lost_lease_stops_program(db);
-}
+CLI_TEST("a lost lease stops PROGRAM: SIGTERM, SIGKILL after --kill-after, exit 70", lost_lease_stops_program)
 
 // Running, and not a zombie nobody reaped.
 bool running(pid_t pid) {
@@ -320,10 +311,7 @@ void program_never_outlives_lease(const test::backend_base& db) {
     CHECK(frozen.wait(10s) == 70);  // and it says the lease was lost
 }
 
-TEST_CASE_TEMPLATE("PROGRAM never outlives its lease: sqlock killed or frozen", Db, ALL_BACKENDS) {
-    Db db;
-    program_never_outlives_lease(db);
-}
+CLI_TEST("PROGRAM never outlives its lease: sqlock killed or frozen", program_never_outlives_lease)
 
 void release_force_fences_holder(const test::backend_base& db) {
     cli sqlock(db);
@@ -354,10 +342,7 @@ void release_force_fences_holder(const test::backend_base& db) {
     CHECK(r.one_line_message());
 }
 
-TEST_CASE_TEMPLATE("release --force fences the holder off, in every mode", Db, ALL_BACKENDS) {
-    Db db;
-    release_force_fences_holder(db);
-}
+CLI_TEST("release --force fences the holder off, in every mode", release_force_fences_holder)
 
 void status_lists_locks_waiters_runs(const test::backend_base& db) {
     cli sqlock(db);
@@ -410,10 +395,7 @@ void status_lists_locks_waiters_runs(const test::backend_base& db) {
     for (auto& t : waiting) t.join();
 }
 
-TEST_CASE_TEMPLATE("status shows held locks, waiters in order and recent runs, as a table or JSON", Db, ALL_BACKENDS) {
-    Db db;
-    status_lists_locks_waiters_runs(db);
-}
+CLI_TEST("status shows held locks, waiters in order and recent runs, as a table or JSON", status_lists_locks_waiters_runs)
 
 void once_per_runs_once_per_period(const test::backend_base& db) {
     cli sqlock(db);
@@ -449,10 +431,7 @@ void once_per_runs_once_per_period(const test::backend_base& db) {
     CHECK(lines(r.out).size() == runs.size() + 1);
 }
 
-TEST_CASE_TEMPLATE("--once-per runs exactly once per period across 8 concurrent invocations", Db, ALL_BACKENDS) {
-    Db db;
-    once_per_runs_once_per_period(db);
-}
+CLI_TEST("--once-per runs exactly once per period across 8 concurrent invocations", once_per_runs_once_per_period)
 
 void run_key_retries_failures(const test::backend_base& db) {
     cli sqlock(db);
@@ -476,10 +455,7 @@ void run_key_retries_failures(const test::backend_base& db) {
     CHECK(runs[0]["status"] == "succeeded");
 }
 
-TEST_CASE_TEMPLATE("--run-key: a failed run is retried by a later call, a finished one is not", Db, ALL_BACKENDS) {
-    Db db;
-    run_key_retries_failures(db);
-}
+CLI_TEST("--run-key: a failed run is retried by a later call, a finished one is not", run_key_retries_failures)
 
 void migrate_and_unavailable_database(const test::backend_base& db) {
     cli sqlock(db);
@@ -512,10 +488,7 @@ void migrate_and_unavailable_database(const test::backend_base& db) {
     }
 }
 
-TEST_CASE_TEMPLATE("migrate, and a missing schema or unreachable database is exit 69", Db, ALL_BACKENDS) {
-    Db db;
-    migrate_and_unavailable_database(db);
-}
+CLI_TEST("migrate, and a missing schema or unreachable database is exit 69", migrate_and_unavailable_database)
 
 void fds_and_terminal(const test::backend_base& db) {
     cli sqlock(db);
@@ -549,10 +522,7 @@ void fds_and_terminal(const test::backend_base& db) {
     CHECK(std::find(out.begin(), out.end(), "got:yes\r") != out.end());
 }
 
-TEST_CASE_TEMPLATE("PROGRAM gets the fds sqlock was given and none of its own; a terminal works", Db, ALL_BACKENDS) {
-    Db db;
-    fds_and_terminal(db);
-}
+CLI_TEST("PROGRAM gets the fds sqlock was given and none of its own; a terminal works", fds_and_terminal)
 
 void bad_input_is_usage_error(const test::backend_base& db) {
     cli sqlock(db);
@@ -605,10 +575,7 @@ void bad_input_is_usage_error(const test::backend_base& db) {
     }
 }
 
-TEST_CASE_TEMPLATE("bad input is exit 64 with a one-line message, before PROGRAM or the database", Db, ALL_BACKENDS) {
-    Db db;
-    bad_input_is_usage_error(db);
-}
+CLI_TEST("bad input is exit 64 with a one-line message, before PROGRAM or the database", bad_input_is_usage_error)
 
 }  // TEST_SUITE("cli")
 
