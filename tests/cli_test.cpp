@@ -2,6 +2,7 @@
 // process against each backend, its exit statuses, output, environment and
 // signals checked from outside.
 
+#include "support/commit_probe.hpp"
 #include "support/doctest_types.hpp"
 #include "support/helpers.hpp"
 #include "support/process.hpp"
@@ -550,6 +551,9 @@ void bad_input_is_usage_error(const test::backend_base& db) {
         {"runs", "a", "b"},
         {"frobnicate"},
         {},
+        {"--durability", "bogus", "status"},
+        {"run", "--durability", "Relaxed", "k", "--", "echo", "ran"},
+        {"--url", "postgresql://sqlock@127.0.0.1:1/none", "--durability", "fast", "status"},  // before connecting
     };
     for (const auto& args : bad) {
         std::string shown;
@@ -560,8 +564,12 @@ void bad_input_is_usage_error(const test::backend_base& db) {
         CHECK(r.out.empty());
         CHECK(r.one_line_message());
     }
+    auto r = sqlock({"status"}, {"SQLOCK_DURABILITY=bogus"});
+    CHECK(r.status == 64);
+    CHECK(r.one_line_message());
+    CHECK(r.err.find("SQLOCK_DURABILITY: 'bogus'") != std::string::npos);
     // PROGRAM that cannot be run: the shell's statuses, and the key is free again.
-    auto r = sqlock({"run", "k", "--", "/no/such/program"});
+    r = sqlock({"run", "k", "--", "/no/such/program"});
     CHECK(r.status == 127);
     CHECK(r.one_line_message());
     r = sqlock({"run", "k", "--", "no-such-program-on-path"});
@@ -573,9 +581,43 @@ void bad_input_is_usage_error(const test::backend_base& db) {
         CHECK(r.status == 0);
         CHECK(r.out.find("Usage") != std::string::npos);
     }
+    CHECK(sqlock({"--help"}).out.find("--durability") != std::string::npos);
 }
 
 CLI_TEST("bad input is exit 64 with a one-line message, before PROGRAM or the database", bad_input_is_usage_error)
+
+void durability_option(const test::backend_base& db) {
+    cli sqlock(db);
+    const std::vector<std::string> unset{"SQLOCK_DURABILITY="};
+    if (db.name() == "mysql") {
+        // No per-session setting to relax: refused in one line, nothing run.
+        for (const auto& r : {sqlock({"--durability", "relaxed", "run", "k/dur", "--", "echo", "ran"}, unset),
+                              sqlock({"run", "k/dur", "--", "echo", "ran"}, {"SQLOCK_DURABILITY=relaxed"})}) {
+            CHECK(r.status == 64);
+            CHECK(r.out.empty());
+            CHECK(r.one_line_message());
+            CHECK(r.err.find("innodb_flush_log_at_trx_commit") != std::string::npos);
+        }
+        CHECK(sqlock({"--durability", "strict", "run", "k/dur", "--", "true"}, unset).status == 0);
+        return;
+    }
+    test::commit_probe probe(db);
+    auto r = sqlock({"--durability", "relaxed", "run", "k/dur", "--", "echo", "ran"}, unset);
+    CHECK(r.status == 0);
+    CHECK(r.out == "ran\n");
+    CHECK(sqlock({"run", "--durability=relaxed", "k/dur", "--", "true"}, unset).status == 0);
+    CHECK(sqlock({"run", "k/dur", "--", "true"}, {"SQLOCK_DURABILITY=relaxed"}).status == 0);
+    CHECK(probe.writes() >= 6);
+    CHECK(probe.writes_with(probe.relaxed()) == probe.writes());
+    // Strict is the default, and --durability wins over the environment.
+    const auto before = probe.writes();
+    CHECK(sqlock({"run", "k/dur", "--", "true"}, unset).status == 0);
+    CHECK(sqlock({"--durability", "strict", "run", "k/dur", "--", "true"}, {"SQLOCK_DURABILITY=relaxed"}).status == 0);
+    CHECK(probe.writes() >= before + 4);
+    CHECK(probe.writes_with(probe.strict()) == probe.writes() - before);
+}
+
+CLI_TEST("--durability relaxed or $SQLOCK_DURABILITY relaxes sqlock's commits; MySQL refuses it", durability_option)
 
 }  // TEST_SUITE("cli")
 

@@ -37,6 +37,36 @@ enum class mode {
 // Returns "unique_insert", "conditional_update" or "select_for_update".
 const char* to_string(mode m) noexcept;
 
+// What a commit of sqlock's own statements waits for. It applies to the
+// connections the client opens, so to grants, releases, renewals, fence-counter
+// bumps, waiter rows and job-ledger writes; the application's own connections
+// (and the fenced transactions it runs on them) keep their own setting.
+enum class durability {
+    // A commit is on disk before the client hears of it, as far as the
+    // database is configured to do so: sqlock leaves the server's, role's or
+    // URL's setting as it is. The default.
+    strict,
+    // Commits are reported before they reach the disk: PostgreSQL sets
+    // synchronous_commit = off on sqlock's connections, SQLite uses
+    // PRAGMA synchronous = NORMAL. Fewer disk flushes per grant, at a price: a
+    // database crash (PostgreSQL server or OS crash; SQLite OS crash or power
+    // loss) can lose the last commits already reported (PostgreSQL: up to
+    // 3 x wal_writer_delay, 600 ms by default). Lost commits can be grants,
+    // releases and fence-counter bumps, so afterwards a fencing token can be
+    // issued a second time, and a holder whose grant was lost may believe it
+    // holds the key while another client acquires it (its watchdog reports the
+    // loss at its next renewal); a finished job run can be lost and run again.
+    // Use it only for locks that save work (duplicate work is acceptable),
+    // never where fencing tokens guard correctness. A crash of the client
+    // process itself loses nothing in either setting. MySQL/MariaDB refuse it
+    // (config_error): their equivalent, innodb_flush_log_at_trx_commit, can
+    // only be set for the whole server.
+    relaxed,
+};
+
+// Returns "strict" or "relaxed".
+const char* to_string(durability d) noexcept;
+
 // Options for one acquisition.
 struct lock_options {
     sqlock::mode mode = mode::conditional_update;
@@ -108,6 +138,9 @@ struct client_options {
     // longer ago than this. A run key whose row is gone may run again, so
     // keep it longer than callers may repeat a run key. Zero keeps them forever.
     std::chrono::milliseconds job_retention{std::chrono::hours(24 * 30)};
+    // strict (the default) or relaxed: see durability above. Relaxed trades
+    // durability after a database crash for speed; efficiency locks only.
+    sqlock::durability durability = durability::strict;
 };
 
 }  // namespace sqlock

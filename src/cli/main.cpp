@@ -51,6 +51,8 @@ std::chrono::milliseconds duration_option(const std::string& name, const std::st
 
 struct settings {
     std::string url, table_prefix;
+    std::string durability;  // as given to --durability; checked into `commits` before connecting
+    sqlock::durability commits = sqlock::durability::strict;
     bool verbose = false;
     // run
     std::string key, wait = "0s", lease = "30s", mode = "update", once_per, run_key, kill_after = "10s";
@@ -79,6 +81,7 @@ client open_client(const settings& s, spdlog::level::level_enum level) {
     client_options options{.pool_size = 2, .logger = std::move(log)};
     if (!s.table_prefix.empty()) options.table_prefix = s.table_prefix;
     else if (const char* env = std::getenv("SQLOCK_TABLE_PREFIX"); env && *env) options.table_prefix = env;
+    options.durability = s.commits;
     return client::open(resolve_url(s), options);
 }
 
@@ -93,6 +96,18 @@ auto with_schema(client& db, F&& f) -> decltype(f()) {
         db.migrate();
         return f();
     }
+}
+
+// --durability, else $SQLOCK_DURABILITY, else strict.
+sqlock::durability resolve_durability(const settings& s) {
+    std::string text = s.durability, from = "--durability";
+    if (const char* env = std::getenv("SQLOCK_DURABILITY"); text.empty() && env && *env) {
+        text = env;
+        from = "SQLOCK_DURABILITY";
+    }
+    if (text.empty() || text == "strict") return durability::strict;
+    if (text == "relaxed") return durability::relaxed;
+    usage(from + ": '" + text + "' is not a durability; use strict or relaxed");
 }
 
 mode parse_mode(const std::string& m) {
@@ -351,7 +366,7 @@ int dispatch(int argc, char** argv) {
     // a global one; only after `run` does "--" start PROGRAM.
     bool saw_run = false;
     for (std::size_t i = 0; i < args.size(); ++i) {
-        if (args[i] == "--url" || args[i] == "--table-prefix") {
+        if (args[i] == "--url" || args[i] == "--table-prefix" || args[i] == "--durability") {
             ++i;
             continue;
         }
@@ -376,9 +391,12 @@ int dispatch(int argc, char** argv) {
     app.add_option("--url", s.url, "Database URL (default: $SQLOCK_URL, else sqlite:sqlock.db)");
     app.add_option("--table-prefix", s.table_prefix,
                    "Prefix of sqlock's tables (default: $SQLOCK_TABLE_PREFIX, else sqlock_)");
+    app.add_option("--durability", s.durability,
+                   "strict or relaxed: faster commits that a database crash can lose, for locks that only "
+                   "save work; not on MySQL (default: $SQLOCK_DURABILITY, else strict)");
     app.add_flag("-v,--verbose", s.verbose, "Log what the library does to stderr");
 
-    app.fallthrough();  // --url, --table-prefix and --verbose may follow the command too (set before adding them)
+    app.fallthrough();  // the global options may follow the command too (set before adding the subcommands)
 
     auto* migrate = app.add_subcommand("migrate", "Create or upgrade sqlock's tables, or print their SQL");
     migrate->add_flag("--print-sql", s.print_sql, "Print the SQL for this database's dialect instead of applying it");
@@ -434,6 +452,7 @@ after --kill-after, and sqlock exits 70; if sqlock is killed, SIGKILL at once.)"
         usage(std::string(e.what()) + " (see sqlock --help)");
     }
     if (s.limit < 1 || s.limit > 100000) usage("--limit must be 1 to 100000");
+    s.commits = resolve_durability(s);
 
     if (migrate->parsed()) return command_migrate(s);
     if (run->parsed()) return command_run(s);

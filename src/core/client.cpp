@@ -23,6 +23,14 @@ const char* to_string(mode m) noexcept {
     return "unknown";
 }
 
+const char* to_string(durability d) noexcept {
+    switch (d) {
+        case durability::strict: return "strict";
+        case durability::relaxed: return "relaxed";
+    }
+    return "unknown";
+}
+
 namespace detail {
 namespace {
 

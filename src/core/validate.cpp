@@ -105,6 +105,8 @@ void validate_client_options(const client_options& options) {
     if (options.job_retention < std::chrono::milliseconds::zero() ||
         (options.job_retention > std::chrono::milliseconds::zero() && options.job_retention < std::chrono::seconds(1)))
         throw config_error("job_retention must be zero (keep forever) or at least one second");
+    if (options.durability != durability::strict && options.durability != durability::relaxed)
+        throw config_error("durability is not one of strict, relaxed");
 }
 
 }  // namespace sqlock::detail

@@ -790,6 +790,15 @@ private:
 class my_dialect final : public dialect {
 public:
     my_dialect(const url_parts& url, const dialect_context& ctx) : ctx_(ctx) {
+        // MySQL/MariaDB have no per-session equivalent of PostgreSQL's
+        // synchronous_commit: innodb_flush_log_at_trx_commit and sync_binlog
+        // are global (SET SESSION fails with error 1229), and setting them
+        // would relax every database on the server, not just sqlock's commits.
+        if (ctx.options.durability == durability::relaxed)
+            throw config_error(
+                "relaxed durability is not available on MySQL/MariaDB: innodb_flush_log_at_trx_commit and "
+                "sync_binlog can only be set for the whole server, so set them there if that is acceptable for "
+                "every database on it, or use strict durability");
         target_.host = url.socket.empty() ? "tcp://" + url.host + ":" + std::to_string(url.port ? url.port : 3306)
                                           : "unix://" + url.socket;
         target_.user = url.user;

@@ -35,7 +35,8 @@ public:
             pqxx::nontransaction tx(*conn_);
             count();
             tx.exec_params(ctx_.sql->get("session_setup"), std::to_string(ctx_.options.row_lock_timeout.count()),
-                           std::to_string(ctx_.options.statement_timeout.count()));
+                           std::to_string(ctx_.options.statement_timeout.count()),
+                           ctx_.options.durability == durability::relaxed);
         } catch (const pqxx::broken_connection& e) {
             throw connection_error("cannot connect to PostgreSQL at " + ctx_.redacted_url + ": " + trim(e.what()));
         } catch (const pqxx::sql_error& e) {

@@ -165,6 +165,7 @@ public:
                                    nullptr);
         exec("PRAGMA journal_mode=WAL");
         exec("PRAGMA foreign_keys=ON");
+        if (ctx.options.durability == durability::relaxed) exec(ctx.sql->get("relaxed_durability"));
     }
     ~sqlite_session() override {
         for (auto& [name, st] : cache_) sqlite3_finalize(st);

@@ -1,0 +1,145 @@
+// client_options.durability: relaxed makes sqlock's own commits skip the wait
+// for the disk (PostgreSQL synchronous_commit = off, SQLite synchronous =
+// NORMAL) and nothing else; strict leaves the database's setting alone;
+// MySQL/MariaDB refuse relaxed. The setting is seen from inside the database
+// by test::commit_probe (a trigger in the writing session).
+
+#include "support/commit_probe.hpp"
+#include "support/doctest_types.hpp"
+
+#include <sqlock/sqlock.hpp>
+
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+using namespace std::chrono_literals;
+using sqlock::durability;
+using sqlock::mode;
+
+namespace {
+
+sqlock::client open_with(const test::backend_base& db, durability d, const std::string& url = {}) {
+    auto o = db.options();
+    o.durability = d;
+    return sqlock::client::open(url.empty() ? db.url() : url, o);
+}
+
+// Every kind of write a client makes: grants and releases in each mode (on
+// PostgreSQL a select_for_update grant bumps the fence on a second
+// connection), a renewal, a forced release, and a job run's ledger rows.
+void write_everything(const test::backend_base& db, sqlock::client& c) {
+    std::vector<mode> modes{mode::unique_insert, mode::conditional_update};
+    if (db.row_locks()) modes.push_back(mode::select_for_update);
+    for (mode m : modes) {
+        CAPTURE(sqlock::to_string(m));
+        auto l = c.try_acquire("dur/" + std::string(sqlock::to_string(m)), {.mode = m});
+        REQUIRE(l);
+        if (m != mode::select_for_update) CHECK(l->renew());
+        l->release();
+    }
+    auto held = c.try_acquire("dur/forced");
+    REQUIRE(held);
+    c.force_release("dur/forced", "durability test");
+    sqlock::job_runner runner(c);
+    CHECK(runner.run("dur-job", "run-1", [](const sqlock::job_context&) { return std::string("done"); }).status ==
+          sqlock::job_status::ran);
+}
+
+}  // namespace
+
+TEST_SUITE("durability") {
+
+TEST_CASE_TEMPLATE("a strict client commits with the database's own setting", Db, test::sqlite_db, test::postgres_db) {
+    Db db;
+    test::commit_probe probe(db);
+    auto c = open_with(db, durability::strict);
+    write_everything(db, c);
+    CHECK(probe.writes() >= 10);
+    CHECK(probe.writes_with(probe.strict()) == probe.writes());
+}
+
+TEST_CASE_TEMPLATE("a strict PostgreSQL client keeps the synchronous_commit its URL asks for", Db, test::postgres_db) {
+    // Strict does not force `on`: a setting from the URL (or the role, the
+    // database, the server) stays in force.
+    Db db;
+    test::commit_probe probe(db);
+    const std::string url = db.url() + (db.url().find('?') == std::string::npos ? "?" : "&") +
+                            "options=-c%20synchronous_commit%3Dremote_write";
+    auto c = open_with(db, durability::strict, url);
+    auto l = c.try_acquire("dur/url");
+    REQUIRE(l);
+    l->release();
+    CHECK(probe.writes() >= 2);
+    CHECK(probe.writes_with("remote_write") == probe.writes());
+}
+
+TEST_CASE_TEMPLATE("a relaxed client commits every write of its own without waiting for the disk", Db,
+                   test::sqlite_db, test::postgres_db) {
+    Db db;
+    test::commit_probe probe(db);
+    auto c = open_with(db, durability::relaxed);
+    write_everything(db, c);
+    CHECK(probe.writes() >= 10);
+    CHECK(probe.writes_with(probe.relaxed()) == probe.writes());
+    // Only sqlock's connections: the application's keep the database's setting.
+    CHECK(probe.application_has(probe.strict()));
+    auto strict = open_with(db, durability::strict);
+    const auto before = probe.writes();
+    auto l = strict.try_acquire("dur/strict-beside-relaxed");
+    REQUIRE(l);
+    l->release();
+    CHECK(probe.writes() > before);
+    CHECK(probe.writes_with(probe.strict()) == probe.writes() - before);
+}
+
+TEST_CASE_TEMPLATE("locks keep their contract under relaxed durability", Db, test::sqlite_db, test::postgres_db) {
+    Db db;
+    auto a = open_with(db, durability::relaxed);
+    auto b = open_with(db, durability::relaxed);
+    std::int64_t last = 0;
+    for (int i = 0; i < 3; ++i) {
+        auto first = a.try_acquire("reports/nightly");
+        REQUIRE(first);
+        CHECK(first->token() > last);
+        CHECK_FALSE(b.try_acquire("reports/nightly"));
+        first->release();
+        auto second = b.acquire("reports/nightly", 5s);
+        CHECK(second.token() > first->token());
+        last = second.token();
+    }
+    CHECK(a.inspect("reports/nightly").token == last);
+}
+
+TEST_CASE_TEMPLATE("MySQL refuses relaxed durability with a reason, before connecting", Db, test::mysql_db) {
+    Db db;
+    for (const std::string& url : {db.url(), std::string("mysql://nobody@127.0.0.1:1/none")}) {
+        CAPTURE(url);
+        try {
+            (void)open_with(db, durability::relaxed, url);
+            FAIL("expected config_error");
+        } catch (const sqlock::config_error& e) {
+            const std::string what = e.what();
+            CHECK(what.find("innodb_flush_log_at_trx_commit") != std::string::npos);
+            CHECK(what.find("use strict durability") != std::string::npos);
+        }
+    }
+    auto strict = open_with(db, durability::strict);
+    CHECK(strict.try_acquire("dur/mysql"));
+}
+
+}  // TEST_SUITE("durability")
+
+TEST_SUITE("unit") {
+
+TEST_CASE("durability is strict by default, has names, and must be one of the two") {
+    CHECK(sqlock::client_options{}.durability == durability::strict);
+    CHECK(std::string(sqlock::to_string(durability::strict)) == "strict");
+    CHECK(std::string(sqlock::to_string(durability::relaxed)) == "relaxed");
+    sqlock::client_options bogus;
+    bogus.durability = static_cast<durability>(7);
+    CHECK_THROWS_AS(sqlock::client::open("sqlite:/proc/no/such/dir/x.db", bogus), sqlock::config_error);
+}
+
+}  // TEST_SUITE("unit")
