@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Install every Debian 12 package sqlock needs to build, test and demo.
+# Install every Debian 12 package sqlock needs to build, test and demo; with
+# --bench, also what scripts/bench.sh needs (Redis, hiredis, gnuplot).
 #
 # - Idempotent: if every package is already installed (checked with
 #   dpkg-query) we exit immediately, so scripts/test.sh and scripts/demo.sh can
@@ -27,6 +28,11 @@ PACKAGES=(
   # network faults (ss, tc from iproute2)
   faketime procps iproute2
 )
+# --bench (scripts/bench.sh): the benchmarks' Redis server and client library,
+# and gnuplot for the charts.
+if [[ "${1:-}" == --bench ]]; then
+  PACKAGES+=(redis-server libhiredis-dev gnuplot-nox)
+fi
 
 # Print the packages from PACKAGES that are not fully installed ("ii").
 missing_packages() {

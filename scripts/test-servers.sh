@@ -49,6 +49,33 @@ usage() { # usage [EXIT_CODE]
 IS_ROOT=0
 [[ "$(id -u)" -eq 0 ]] && IS_ROOT=1
 
+# SQLOCK_SERVERS_DURABLE=1 (read when a server directory is first
+# initialised): production durability, every commit flushed to disk, for the
+# benchmarks (scripts/bench.sh). The default skips fsync: the tests' data is
+# throwaway, and a killed server process still loses nothing because written
+# pages stay in the OS page cache.
+DURABLE=0
+[[ "${SQLOCK_SERVERS_DURABLE:-0}" == 1 ]] && DURABLE=1
+
+pg_durability_settings() {
+  if ((DURABLE)); then
+    printf '%s\n' "# Production durability (SQLOCK_SERVERS_DURABLE=1): the defaults." \
+      "fsync = on" "full_page_writes = on" "synchronous_commit = on" "shared_buffers = 256MB"
+  else
+    printf '%s\n' "# Throwaway data: skip fsync." "fsync = off" "full_page_writes = off"
+  fi
+}
+
+my_durability_settings() {
+  if ((DURABLE)); then
+    printf '%s\n' "# Production durability (SQLOCK_SERVERS_DURABLE=1): flush the redo log at every commit." \
+      "innodb_flush_log_at_trx_commit=1" "innodb_doublewrite=1"
+  else
+    printf '%s\n' "# Throwaway data: skip fsync at commit, no doublewrite." \
+      "innodb_flush_log_at_trx_commit=2" "innodb_doublewrite=0"
+  fi
+}
+
 # ---------------------------------------------------------------------------
 # Locating binaries
 # ---------------------------------------------------------------------------
@@ -265,10 +292,7 @@ listen_addresses = '127.0.0.1'
 unix_socket_directories = '$PG_SOCK_DIR'
 max_connections = 300
 max_locks_per_transaction = 128
-# Throwaway data: skip fsync. A crash of the server process (restart tests)
-# loses nothing because written pages stay in the OS page cache.
-fsync = off
-full_page_writes = off
+$(pg_durability_settings)
 timezone = 'UTC'
 log_timezone = 'UTC'
 logging_collector = off
@@ -481,12 +505,9 @@ max_connect_errors=1000000
 skip-name-resolve
 skip-external-locking
 performance_schema=OFF
-innodb_buffer_pool_size=64M
+innodb_buffer_pool_size=$( ((DURABLE)) && echo 256M || echo 64M)
 innodb_log_file_size=48M
-# Throwaway data: skip fsync at commit (a killed server still loses nothing,
-# the OS page cache survives), no doublewrite.
-innodb_flush_log_at_trx_commit=2
-innodb_doublewrite=0
+$(my_durability_settings)
 
 [client]
 socket=$MY_SOCK
