@@ -82,6 +82,17 @@ public:
     virtual std::int64_t token() const { return 0; }
 };
 
+// A hand-written contender: counts what it sends and keeps its last token.
+class counted_locker : public locker {
+public:
+    std::uint64_t statements() const override { return statements_; }
+    std::int64_t token() const override { return token_; }
+
+protected:
+    std::uint64_t statements_ = 0;
+    std::int64_t token_ = 0;
+};
+
 std::unique_ptr<locker> open_locker(const contender& c, const target& t, const locker_settings& s);
 
 // Creates the bench's own tables (ShedLock's, Spring's) beside sqlock's, and

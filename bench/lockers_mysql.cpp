@@ -124,18 +124,8 @@ private:
     std::map<std::string, std::unique_ptr<sql::PreparedStatement>, std::less<>> prepared_;
 };
 
-class mysql_locker : public locker {
-public:
-    std::uint64_t statements() const override { return statements_; }
-    std::int64_t token() const override { return token_; }
-
-protected:
-    std::uint64_t statements_ = 0;
-    std::int64_t token_ = 0;
-};
-
 // The statements sqlock sends for one mode, with the library's session setup.
-class raw_locker final : public mysql_locker {
+class raw_locker final : public counted_locker {
 public:
     raw_locker(const contender& c, const target& t, const locker_settings& s)
         : sql_(std::filesystem::path(t.sql_dir) / "mysql", t.prefix),
@@ -301,7 +291,7 @@ private:
 };
 
 // GET_LOCK(key, timeout) + RELEASE_LOCK on a session of its own.
-class native_locker final : public mysql_locker {
+class native_locker final : public counted_locker {
 public:
     explicit native_locker(const target& t) : main_(t.mysql, statements_) {
         main_.prepare("lock", "SELECT GET_LOCK(?, ?)");
@@ -331,7 +321,7 @@ private:
 };
 
 // ShedLock's statements; see lockers_postgres.cpp.
-class shedlock_locker final : public mysql_locker {
+class shedlock_locker final : public counted_locker {
 public:
     shedlock_locker(const target& t, const locker_settings& s)
         : main_(t.mysql, statements_), lease_ms_(s.lease.count()) {
@@ -392,7 +382,7 @@ private:
 };
 
 // Spring's DefaultLockRepository; see lockers_postgres.cpp.
-class spring_locker final : public mysql_locker {
+class spring_locker final : public counted_locker {
 public:
     spring_locker(const target& t, const locker_settings& s) : main_(t.mysql, statements_), ttl_ms_(s.lease.count()) {
         const std::string table = t.prefix + "int_lock";

@@ -40,18 +40,8 @@ private:
     std::uint64_t& counter_;
 };
 
-class postgres_locker : public locker {
-public:
-    std::uint64_t statements() const override { return statements_; }
-    std::int64_t token() const override { return token_; }
-
-protected:
-    std::uint64_t statements_ = 0;
-    std::int64_t token_ = 0;
-};
-
 // The statements sqlock sends for one mode, with the library's session setup.
-class raw_locker final : public postgres_locker {
+class raw_locker final : public counted_locker {
 public:
     raw_locker(const contender& c, const target& t, const locker_settings& s)
         : sql_(std::filesystem::path(t.sql_dir) / "postgres", t.prefix),
@@ -155,7 +145,7 @@ private:
 
 // pg_try_advisory_lock / pg_advisory_lock + pg_advisory_unlock on a session
 // of its own (no sqlock setup: the server's defaults).
-class native_locker final : public postgres_locker {
+class native_locker final : public counted_locker {
 public:
     native_locker(const target& t) : main_(t.postgres, statements_) {
         main_.conn().prepare("try", "SELECT pg_try_advisory_lock(hashtext($1))");
@@ -194,7 +184,7 @@ private:
 // clock): the first lock of a name INSERTs its row, later ones UPDATE it
 // where lock_until <= now; unlock sets lock_until to now; KeepAliveLockProvider
 // extends a held lock with UPDATE ... WHERE locked_by = me AND lock_until > now.
-class shedlock_locker final : public postgres_locker {
+class shedlock_locker final : public counted_locker {
 public:
     shedlock_locker(const target& t, const locker_settings& s)
         : main_(t.postgres, statements_), lease_ms_(s.lease.count()) {
@@ -240,7 +230,7 @@ private:
 // transaction (UPDATE where the row is mine or expired by the client clock,
 // else INSERT; a duplicate key means taken), release by DELETE, renew by
 // UPDATE of created_date.
-class spring_locker final : public postgres_locker {
+class spring_locker final : public counted_locker {
 public:
     spring_locker(const target& t, const locker_settings& s)
         : main_(t.postgres, statements_), ttl_ms_(s.lease.count()) {

@@ -112,19 +112,9 @@ private:
     int changes_ = 0;
 };
 
-class sqlite_locker : public locker {
-public:
-    std::uint64_t statements() const override { return statements_; }
-    std::int64_t token() const override { return token_; }
-
-protected:
-    std::uint64_t statements_ = 0;
-    std::int64_t token_ = 0;
-};
-
 // The statements sqlock sends for one mode: one upsert grants (triggers copy
 // the token into the fence table), one statement releases.
-class raw_locker final : public sqlite_locker {
+class raw_locker final : public counted_locker {
 public:
     raw_locker(const contender& c, const target& t, const locker_settings& s)
         : main_(t, c.relaxed, statements_), mode_(c.mode), lease_ms_(s.lease.count()) {
@@ -166,7 +156,7 @@ private:
 
 // ShedLock's statements; see lockers_postgres.cpp. Timestamps are ISO text,
 // which compares in time order.
-class shedlock_locker final : public sqlite_locker {
+class shedlock_locker final : public counted_locker {
 public:
     shedlock_locker(const target& t, const locker_settings& s) : main_(t, false, statements_), lease_ms_(s.lease.count()) {
         const std::string table = t.prefix + "shedlock";
@@ -204,7 +194,7 @@ private:
 };
 
 // Spring's DefaultLockRepository; see lockers_postgres.cpp.
-class spring_locker final : public sqlite_locker {
+class spring_locker final : public counted_locker {
 public:
     spring_locker(const target& t, const locker_settings& s) : main_(t, false, statements_), ttl_ms_(s.lease.count()) {
         const std::string table = t.prefix + "int_lock";

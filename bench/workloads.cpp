@@ -136,6 +136,17 @@ constexpr std::int64_t contention_warmup_ns = 1'000'000'000;
 // an overtake: closer calls may simply not have reached the database yet.
 constexpr std::int64_t overtake_margin_ns = 10'000'000;
 
+// A child's failure, as one "E ..." line for its parent; exit status 1.
+int child_failed(const std::exception& e) {
+    std::string what = e.what();
+    std::replace(what.begin(), what.end(), '\n', ' ');
+    try {
+        write_all(1, "E " + what + "\n");
+    } catch (...) {
+    }
+    return 1;
+}
+
 std::vector<std::string> with(std::vector<std::string> base, std::initializer_list<std::string> more) {
     base.insert(base.end(), more);
     return base;
@@ -183,13 +194,7 @@ int waiter_main(const contender& c, const target& t, const std::string& key, int
         write_all(1, out.str());
         return 0;
     } catch (const std::exception& e) {
-        std::string what = e.what();
-        std::replace(what.begin(), what.end(), '\n', ' ');
-        try {
-            write_all(1, "E " + what + "\n");
-        } catch (...) {
-        }
-        return 1;
+        return child_failed(e);
     }
 }
 
@@ -570,13 +575,7 @@ int holder_main(const contender& c, const target& t, const std::string& key, std
         write_all(1, "held\n");
         for (;;) pause();  // until SIGKILL
     } catch (const std::exception& e) {
-        std::string what = e.what();
-        std::replace(what.begin(), what.end(), '\n', ' ');
-        try {
-            write_all(1, "E " + what + "\n");
-        } catch (...) {
-        }
-        return 1;
+        return child_failed(e);
     }
 }
 
