@@ -10,7 +10,7 @@
 # appendfsync always), builds Release into build-bench/, runs every workload
 # for every contender, draws the charts into docs/img/ and replaces the
 # generated part of docs/benchmarks.md. Stops the servers at the end. Takes
-# about 45 minutes on 2 cores.
+# about 50 minutes on 2 cores.
 #
 # Environment knobs (the defaults are what docs/benchmarks.md shows):
 #   SQLOCK_BENCH_ARGS       extra arguments for sqlock_bench, e.g.
@@ -119,7 +119,7 @@ pg_pid=$(head -n1 "$TMP/pg/data/postmaster.pid")
 my_pid=$(head -n1 "$TMP/my/mariadbd.pid")
 
 mkdir -p "$IMG"
-say "running every workload (progress below; about 45 minutes)"
+say "running every workload (progress below; about 50 minutes)"
 # shellcheck disable=SC2086 # SQLOCK_BENCH_ARGS is a list of words
 "$BUILD_DIR/bench/sqlock_bench" \
   --postgres "$SQLOCK_TEST_POSTGRES_URL" --mysql "$SQLOCK_TEST_MYSQL_URL" --sqlite "$TMP/bench.db" \
