@@ -95,6 +95,11 @@ protected:
 
 std::unique_ptr<locker> open_locker(const contender& c, const target& t, const locker_settings& s);
 
+// Every table a run creates under its prefix, dependents first: the order
+// the drop at the end follows on every backend.
+inline constexpr const char* bench_tables[] = {"shedlock", "int_lock", "waiters", "job_runs",
+                                               "locks",    "fences",   "schema_version"};
+
 // Creates the bench's own tables (ShedLock's, Spring's) beside sqlock's, and
 // drops everything under the prefix at the end.
 void create_tables(const std::string& backend, const target& t);

@@ -13,6 +13,7 @@
 #include <cppconn/statement.h>
 
 #include <map>
+#include <optional>
 #include <set>
 
 namespace bench {
@@ -130,15 +131,16 @@ public:
     raw_locker(const contender& c, const target& t, const locker_settings& s)
         : sql_(std::filesystem::path(t.sql_dir) / "mysql", t.prefix),
           main_(t.mysql, statements_),
-          second_(t.mysql, statements_),
           mode_(c.mode),
           lease_ms_(s.lease.count()) {
-        for (auto* c2 : {&main_, &second_}) setup(*c2);
+        setup(main_);
         for (const char* name : {"grant_lock", "grant_update", "grant_insert", "bump_token", "release_delete",
                                  "release_clear", "lock_row", "renew"})
             main_.prepare(name, sql_.get(name));
-        for (const char* name : {"bump_token", "ensure_row"}) second_.prepare(name, sql_.get(name));
         if (mode_ == "select_for_update") {
+            second_.emplace(t.mysql, statements_);
+            setup(*second_);
+            for (const char* name : {"bump_token", "ensure_row"}) second_->prepare(name, sql_.get(name));
             // What the library runs once on a connection it pins for select_for_update.
             std::unique_ptr<sql::PreparedStatement> pin(main_.conn().prepareStatement(sql_.get("pin_session")));
             pin->setInt(1, static_cast<int>(lease_ms_ / 1000));
@@ -264,7 +266,7 @@ private:
             }
             if (!rs->next()) {
                 main_.exec("ROLLBACK");
-                auto& ensure = second_.ps("ensure_row");
+                auto& ensure = second_->ps("ensure_row");
                 ensure.setString(1, key);
                 ensure.executeUpdate();
                 continue;
@@ -273,7 +275,7 @@ private:
                 main_.exec("ROLLBACK");
                 return false;
             }
-            token_ = bump(second_, key);
+            token_ = bump(*second_, key);
             return true;
         }
         failure("raw ensure_row did not create '" + key + "'");
@@ -281,7 +283,7 @@ private:
 
     sql_texts sql_;
     session main_;
-    session second_;  // select_for_update's fence bump, outside the held transaction
+    std::optional<session> second_;  // select_for_update's fence bump, outside the held transaction
     std::string mode_;
     std::int64_t lease_ms_;
     owner_source owners_;
@@ -475,7 +477,7 @@ void mysql_tables(const target& t, bool create) {
                "int_lock_pk PRIMARY KEY (LOCK_KEY, REGION)) ENGINE=InnoDB");
         return;
     }
-    for (const char* table : {"shedlock", "int_lock", "waiters", "job_runs", "locks", "fences", "schema_version"})
+    for (const char* table : bench_tables)
         s.exec("DROP TABLE IF EXISTS " + t.prefix + table);
 }
 

@@ -310,7 +310,7 @@ void postgres_tables(const target& t, bool create) {
                 "created_date TIMESTAMP NOT NULL, CONSTRAINT " + t.prefix + "int_lock_pk PRIMARY KEY (lock_key, region))");
         return;
     }
-    for (const char* table : {"shedlock", "int_lock", "locks", "fences", "waiters", "job_runs", "schema_version"})
+    for (const char* table : bench_tables)
         tx.exec("DROP TABLE IF EXISTS " + t.prefix + table + " CASCADE");
 }
 

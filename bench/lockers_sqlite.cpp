@@ -264,7 +264,7 @@ void sqlite_tables(const target& t, bool create) {
                "created_date TEXT NOT NULL, PRIMARY KEY (lock_key, region))");
         return;
     }
-    for (const char* table : {"shedlock", "int_lock", "waiters", "job_runs", "locks", "fences", "schema_version"})
+    for (const char* table : bench_tables)
         s.exec("DROP TABLE IF EXISTS " + t.prefix + table);
 }
 
