@@ -25,8 +25,8 @@ PACKAGES=(
   # database servers the integration tests run throwaway instances of
   postgresql mariadb-server
   # test helpers: clock skew (faketime), process inspection (ps), ports and
-  # network faults (ss, tc from iproute2)
-  faketime procps iproute2
+  # network namespaces (ss, ip, from iproute2), dropped packets (nftables)
+  faketime procps iproute2 nftables
 )
 # --bench (scripts/bench.sh): the benchmarks' Redis server and client library,
 # and gnuplot for the charts.

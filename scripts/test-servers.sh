@@ -8,6 +8,10 @@
 #                                                on the same port/socket/data
 #   test-servers.sh stop-one postgres|mysql DIR  clean fast stop of one server
 #   test-servers.sh start-one postgres|mysql DIR start one server again on its saved port
+#   test-servers.sh freeze postgres|mysql DIR    SIGSTOP the whole server (postmaster and every
+#                                                backend; mariadbd): it stops answering, its
+#                                                kernel still acknowledges packets
+#   test-servers.sh thaw postgres|mysql DIR      SIGCONT what freeze stopped
 #   test-servers.sh status DIR                   print which servers are running
 #
 # Everything (data, sockets, logs, ports) lives under DIR, so every subcommand
@@ -42,7 +46,7 @@ log() { printf '%s: %s\n' "$PROG" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
 usage() { # usage [EXIT_CODE]
-  sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit "${1:-2}"
 }
 
@@ -739,6 +743,41 @@ cmd_start_one() {
   esac
 }
 
+# server_pids postgres|mysql: the server's processes, the postmaster first.
+server_pids() {
+  local pid
+  case $1 in
+    postgres)
+      pid=$(pg_postmaster_pid) && pid_matches "$pid" "$PG_DATA" || die "PostgreSQL in $DIR is not running"
+      echo "$pid"
+      pgrep -P "$pid" 2>/dev/null || true
+      ;;
+    mysql)
+      pid=$(my_pid) && pid_matches "$pid" "$MY_CNF" || die "MariaDB in $DIR is not running"
+      echo "$pid"
+      ;;
+  esac
+}
+
+cmd_freeze() {
+  local which=$1
+  require_initialized "$which"
+  lock_dir
+  # The postmaster first, so that it forks no new backend that escapes.
+  # shellcheck disable=SC2046 # one pid per word
+  kill -STOP $(server_pids "$which")
+  log "$which frozen"
+}
+
+cmd_thaw() {
+  local which=$1
+  require_initialized "$which"
+  lock_dir
+  # shellcheck disable=SC2046
+  kill -CONT $(server_pids "$which")
+  log "$which thawed"
+}
+
 cmd_status() {
   local rc=0
   if pg_running; then echo "postgres: running (port $(read_port "$PG_PORT_FILE"), pid $(pg_postmaster_pid))"; else echo "postgres: stopped"; rc=1; fi
@@ -764,7 +803,7 @@ main() {
       set_paths "$1"
       "cmd_$cmd"
       ;;
-    restart | stop-one | start-one)
+    restart | stop-one | start-one | freeze | thaw)
       (($# == 2)) || usage
       local which
       which=$(server_arg "$1")

@@ -42,6 +42,9 @@
 //       the run's lease ("fenced ok" / "fenced rejected") and
 //       ('unfenced', TOKEN) without a fence ("unfenced ok"). Then prints
 //       "outcome STATUS".
+//   hold-write URL MS
+//       SQLite only: take the database's write lock (BEGIN IMMEDIATE), print
+//       "holding", keep it MS milliseconds, commit, print "released".
 
 #include "support/backends.hpp"
 
@@ -367,6 +370,16 @@ int job_frozen(char** argv) {
     return 0;
 }
 
+int hold_write(char** argv) {
+    auto raw = test::raw_connection_for(argv[2]);
+    raw->begin();  // SQLite: BEGIN IMMEDIATE, the write lock
+    say("holding");
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::stoll(argv[3])));
+    raw->commit();
+    say("released");
+    return 0;
+}
+
 int main(int argc, char** argv) {
     try {
         const std::string cmd = argc > 1 ? argv[1] : "";
@@ -381,6 +394,7 @@ int main(int argc, char** argv) {
         if (cmd == "jobs" && argc == 7) return jobs(argv);
         if (cmd == "job-hang" && argc == 8) return job_hang(argv);
         if (cmd == "job-frozen" && argc == 8) return job_frozen(argv);
+        if (cmd == "hold-write" && argc == 4) return hold_write(argv);
         std::cerr << "usage: see tests/worker.cpp\n";
         return 64;
     } catch (const std::exception& e) {
