@@ -134,13 +134,12 @@ public:
           mode_(c.mode),
           lease_ms_(s.lease.count()) {
         setup(main_);
-        for (const char* name : {"grant_lock", "grant_update", "grant_insert", "bump_token", "release_delete",
-                                 "release_clear", "lock_row", "renew"})
+        for (const char* name : {"grant", "release_delete", "release_clear", "lock_row", "lock_row_state", "renew"})
             main_.prepare(name, sql_.get(name));
         if (mode_ == "select_for_update") {
             second_.emplace(t.mysql, statements_);
             setup(*second_);
-            for (const char* name : {"bump_token", "ensure_row"}) second_->prepare(name, sql_.get(name));
+            for (const char* name : {"bump_row_lock_token", "ensure_row"}) second_->prepare(name, sql_.get(name));
             // What the library runs once on a connection it pins for select_for_update.
             std::unique_ptr<sql::PreparedStatement> pin(main_.conn().prepareStatement(sql_.get("pin_session")));
             pin->setInt(1, static_cast<int>(lease_ms_ / 1000));
@@ -152,18 +151,12 @@ public:
     bool try_lock(const std::string& key) override {
         if (mode_ == "select_for_update") return lock_row(key);
         const std::string& owner = owners_.next();
-        main_.exec("START TRANSACTION");
         try {
-            if (!grant(key, owner)) {
-                main_.exec("ROLLBACK");
-                return false;
-            }
+            if (!grant(key, owner)) return false;
         } catch (const sql::SQLException& e) {
-            main_.exec("ROLLBACK");
             if (contention(e)) return false;
             throw;
         }
-        main_.exec("COMMIT");
         held_[key] = owner;
         return true;
     }
@@ -203,80 +196,61 @@ private:
         st->execute(sql_.get("session_isolation"));
     }
 
-    // Inside START TRANSACTION: lock the row; UPDATE or INSERT; bump the fence.
+    // One CALL of the grant procedure, which runs the whole transaction.
     bool grant(const std::string& key, const std::string& owner) {
-        auto& lock = main_.ps("grant_lock");
-        lock.setString(1, owner);
-        lock.setString(2, key);
-        lock.setInt64(3, not_fair);
-        lock.setInt64(4, not_fair);
-        lock.setInt64(5, no_ticket);
-        lock.setString(6, key);
-        std::unique_ptr<sql::ResultSet> rs(lock.executeQuery());
-        rs->next();  // one row: present, free, remaining, waiter ahead
-        if (rs->getBoolean(1)) {
-            if (!rs->getBoolean(2) || rs->getBoolean(4)) return false;
-            auto& update = main_.ps("grant_update");
-            update.setString(1, owner);
-            update.setString(2, mode_);
-            update.setInt64(3, lease_ms_);
-            update.setString(4, holder_);
-            update.setString(5, note_);
-            update.setString(6, key);
-            update.executeUpdate();
-        } else {
-            auto& insert = main_.ps("grant_insert");
-            insert.setString(1, key);
-            insert.setString(2, owner);
-            insert.setString(3, mode_);
-            insert.setInt64(4, lease_ms_);
-            insert.setString(5, holder_);
-            insert.setString(6, note_);
-            insert.executeUpdate();
-        }
-        token_ = bump(main_, key);
-        return true;
+        auto& call = main_.ps("grant");
+        call.setString(1, key);
+        call.setString(2, owner);
+        call.setString(3, mode_);
+        call.setInt64(4, lease_ms_);
+        call.setString(5, holder_);
+        call.setString(6, note_);
+        call.setInt64(7, no_ticket);
+        call.setInt64(8, not_fair);
+        std::unique_ptr<sql::ResultSet> rs(call.executeQuery());
+        const bool granted = rs->next() && !rs->isNull(1);
+        if (granted) token_ = rs->getInt64(1);
+        rs.reset();
+        while (call.getMoreResults()) std::unique_ptr<sql::ResultSet> more(call.getResultSet());
+        return granted;
     }
 
     static std::int64_t bump(session& s, const std::string& key) {
-        auto& b = s.ps("bump_token");
+        auto& b = s.ps("bump_row_lock_token");
         b.setString(1, key);
         return s.scalar(b);
     }
 
-    // START TRANSACTION; lock the row NOWAIT (creating it first if missing, as
-    // the library does); bump the fence on the second connection. The open
-    // transaction holds the key; ROLLBACK releases it.
+    // START TRANSACTION; lock the row without waiting (creating it first if
+    // missing, as the library does); bump the fence on the second connection.
+    // The open transaction holds the key; ROLLBACK releases it.
     bool lock_row(const std::string& key) {
         for (int attempt = 0; attempt < 2; ++attempt) {
             main_.exec("START TRANSACTION");
             auto& lock = main_.ps("lock_row");
             lock.setString(1, key);
-            lock.setInt64(2, not_fair);
+            lock.setString(2, key);
             lock.setInt64(3, not_fair);
-            lock.setInt64(4, no_ticket);
-            lock.setString(5, key);
-            std::unique_ptr<sql::ResultSet> rs;
+            lock.setInt64(4, not_fair);
+            lock.setInt64(5, no_ticket);
             try {
-                rs.reset(lock.executeQuery());
+                if (lock.executeUpdate() == 1) {
+                    token_ = bump(*second_, key);
+                    return true;
+                }
             } catch (const sql::SQLException& e) {
                 main_.exec("ROLLBACK");
                 if (contention(e)) return false;
                 throw;
             }
-            if (!rs->next()) {
-                main_.exec("ROLLBACK");
-                auto& ensure = second_->ps("ensure_row");
-                ensure.setString(1, key);
-                ensure.executeUpdate();
-                continue;
-            }
-            if (!rs->getBoolean(1)) {
-                main_.exec("ROLLBACK");
-                return false;
-            }
-            token_ = bump(*second_, key);
-            return true;
+            auto& state = main_.ps("lock_row_state");
+            state.setString(1, key);
+            const bool present = main_.scalar(state) == 1;
+            main_.exec("ROLLBACK");
+            if (present) return false;
+            auto& ensure = second_->ps("ensure_row");
+            ensure.setString(1, key);
+            ensure.executeUpdate();
         }
         failure("raw ensure_row did not create '" + key + "'");
     }

@@ -117,11 +117,12 @@ private:
                 if (e.sqlstate() == lock_not_available) return false;
                 throw;
             }
-            if (row.empty() || !row[0][0].as<bool>()) {
+            // One row: present, locked (free and now ours), remaining.
+            if (!row[0][1].as<bool>()) {
                 ++statements_;  // ROLLBACK
                 held_tx_->abort();
                 held_tx_.reset();
-                if (!row.empty()) return false;
+                if (row[0][0].as<bool>()) return false;
                 second_->run("ensure_row", key);
                 continue;
             }

@@ -1,6 +1,7 @@
 // Unit tests that need no database: URL parsing, redaction, input checks,
 // SQL splitting and prefixing.
 
+#include "core/clock.hpp"
 #include "core/sql_library.hpp"
 #include "core/url.hpp"
 #include "core/validate.hpp"
@@ -8,6 +9,11 @@
 #include <sqlock/sqlock.hpp>
 
 #include <doctest/doctest.h>
+
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
 
 using namespace std::chrono_literals;
 using sqlock::detail::parse_url;
@@ -66,6 +72,60 @@ TEST_CASE("unknown or missing schemes are configuration errors") {
     CHECK_THROWS_AS(sqlock::client::open("oracle://scott:tiger@db/x"), sqlock::config_error);
 }
 
+TEST_CASE("a URL whose password would be misread is refused without showing it") {
+    // Each password is unencoded where it must be encoded; a parser (libpq's,
+    // or ours before) would take part of it for a host, port, database or
+    // parameter, and quote that part in an error.
+    const std::vector<std::pair<std::string, std::vector<std::string>>> cases{
+        {"postgresql://u:50%off@h/db", {"50%off", "off"}},
+        {"postgresql://u:Zq9/xW7@h/db", {"Zq9", "xW7"}},
+        {"postgresql://u:Vb3?Nm6@h/db", {"Vb3", "Nm6"}},
+        {"postgresql://u:Kq4#Pz8@h/db", {"Kq4", "Pz8"}},
+        {"postgresql://u:Jh5@Lk2@h/db", {"Jh5", "Lk2"}},
+        {"postgresql://h/db?password=Tg6%zz", {"Tg6"}},
+        {"mysql://u:Kq4#Pz8@h/db", {"Kq4", "Pz8"}},
+        {"mysql://u:Zq9/xW7@h:3306/db", {"Zq9", "xW7"}},
+        {"mysql://u:Vb3?Nm6@h/db", {"Vb3", "Nm6"}},
+        {"mariadb://u:50%off@h/db", {"50%off", "off"}},
+        {"postgresql://u:123?456@h/db", {"456"}},
+        {"mysql://u:123/456@h/db", {"456"}},
+    };
+    for (const auto& [url, secrets] : cases) {
+        CAPTURE(url);
+        std::string message;
+        try {
+            parse_url(url);
+        } catch (const sqlock::config_error& e) {
+            message = e.what();
+        }
+        REQUIRE_FALSE(message.empty());
+        for (const auto& secret : secrets) CHECK_MESSAGE(message.find(secret) == std::string::npos, message);
+        const auto redacted = redact_url(url);
+        for (const auto& secret : secrets) CHECK_MESSAGE(redacted.find(secret) == std::string::npos, redacted);
+    }
+    // Encoded, they are fine, and the parts come out right.
+    auto m = parse_url("mysql://u:Zq9%2FxW7%23%3F%40%25@h:3306/db");
+    CHECK(m.password == "Zq9/xW7#?@%");
+    CHECK(m.host == "h");
+    CHECK(m.port == 3306);
+    CHECK_NOTHROW(parse_url("postgresql://u:Zq9%2FxW7%23@h/db"));
+    // An '@' in the query, not in a password, is legal (user=name@server).
+    CHECK_NOTHROW(parse_url("postgresql://db:5432/app?user=me@corp"));
+    CHECK_NOTHROW(parse_url("postgresql:///app?host=/run/postgresql&user=me@corp"));
+    // A malformed scheme-less string shows nothing of itself.
+    try {
+        parse_url("u:Hy7Pw@h/db");
+    } catch (const sqlock::config_error& e) {
+        CHECK(std::string(e.what()).find("Hy7Pw") == std::string::npos);
+    }
+}
+
+TEST_CASE("driver messages are scrubbed of every spelling of the password") {
+    auto u = parse_url("postgresql://u:a%2Fb@h/db?password=c%40d");
+    CHECK(sqlock::detail::scrub("no a%2Fb nor a/b nor c%40d nor c@d here", u.secrets) ==
+          "no *** nor *** nor *** nor *** here");
+}
+
 TEST_CASE("error messages never show a password") {
     CHECK(redact_url("postgresql://app:hunter2@db/app") == "postgresql://app:***@db/app");
     CHECK(redact_url("mysql://app:hunter2@db:3306/x") == "mysql://app:***@db:3306/x");
@@ -97,6 +157,47 @@ TEST_CASE("keys are 1 to 255 bytes of UTF-8 without NUL") {
     } catch (const sqlock::config_error& e) {
         CHECK(std::string(e.what()).find("255") != std::string::npos);
     }
+}
+
+TEST_CASE("a safety margin that leaves no room for a renewal is refused") {
+    using sqlock::detail::validate_lock_options;
+    // Lost at lease - margin after the last renewal; the next renewal is sent
+    // one interval after it: margin + interval must stay below the lease.
+    CHECK_THROWS_AS(validate_lock_options({.lease = 3s, .safety_margin = 2s, .renew_interval = 1s}),
+                    sqlock::config_error);
+    CHECK_THROWS_AS(validate_lock_options({.lease = 3s, .safety_margin = 2100ms}), sqlock::config_error);  // + 1 s
+    CHECK_NOTHROW(validate_lock_options({.lease = 3s, .safety_margin = 1900ms}));
+    CHECK_NOTHROW(validate_lock_options({.lease = 3s, .safety_margin = 2s, .auto_renew = false}));
+    CHECK_NOTHROW(validate_lock_options({.lease = 3s, .safety_margin = 1s, .renew_interval = 1500ms}));
+}
+
+TEST_CASE("one maximum duration for every backend, named in the message") {
+    using sqlock::detail::validate_lock_options;
+    CHECK_NOTHROW(validate_lock_options({.lease = sqlock::max_duration}));
+    try {
+        validate_lock_options({.lease = sqlock::max_duration + 1ms});
+        FAIL("expected config_error");
+    } catch (const sqlock::config_error& e) {
+        CHECK(std::string(e.what()).find("max_duration") != std::string::npos);
+    }
+    sqlock::client_options o;
+    o.statement_timeout = std::chrono::hours(24 * 30);
+    CHECK_THROWS_AS(sqlock::detail::validate_client_options(o), sqlock::config_error);
+    o = {};
+    o.row_lock_timeout = std::chrono::milliseconds::max();
+    CHECK_THROWS_AS(sqlock::detail::validate_client_options(o), sqlock::config_error);
+    // Below the maximum, PostgreSQL's 32-bit millisecond settings hold it.
+    CHECK(sqlock::max_duration.count() < 2147483647);
+}
+
+TEST_CASE("deadline arithmetic saturates instead of overflowing") {
+    using sqlock::detail::ms_to_ns;
+    using sqlock::detail::saturating_add;
+    constexpr auto max = std::numeric_limits<std::int64_t>::max();
+    CHECK(ms_to_ns(std::chrono::milliseconds::max().count()) == max);
+    CHECK(saturating_add(max - 5, 10) == max);
+    CHECK(saturating_add(7, 5) == 12);
+    CHECK(ms_to_ns(3) == 3'000'000);
 }
 
 TEST_CASE("lock options and timeouts are checked") {

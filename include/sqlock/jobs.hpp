@@ -120,12 +120,16 @@ public:
     std::optional<job_record> record(std::string_view job, std::string_view run_key);
     // Ledger rows, newest first: of one job, or of every job when job is empty.
     std::vector<job_record> records(std::string_view job = {}, std::size_t limit = 100);
+    // Ledger rows, newest first, of every job whose name starts with job_prefix
+    // (filtered by the database, so the limit counts matching rows only).
+    std::vector<job_record> records_with_prefix(std::string_view job_prefix, std::size_t limit = 100);
 
     // The lock key that guards a run: "job:<job>:<run key>".
     static std::string lock_key(std::string_view job, std::string_view run_key);
 
 private:
     using body_function = std::function<std::string(const job_context&)>;
+    std::vector<job_record> list(std::string_view job, bool exact, std::size_t limit);
     job_outcome run_body(std::string_view job, std::string_view run_key, const body_function& body);
 
     client db_;

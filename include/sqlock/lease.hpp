@@ -16,13 +16,41 @@ namespace detail {
 struct grant;
 class client_impl;
 struct lease_access;
+// How the library hands a new grant to a lease; not for applications.
+struct grant_ref {
+    std::shared_ptr<grant> g;
+};
 }
+
+// The clock lease deadlines are kept on: CLOCK_BOOTTIME. Unlike
+// std::chrono::steady_clock (CLOCK_MONOTONIC) it keeps counting while the
+// machine is suspended, as the database's clock does, so a lease held across
+// a suspend longer than its length is lost on resume. Meets the standard
+// Clock requirements (usable with sqlock::mutex::try_lock_until).
+struct lease_clock {
+    using duration = std::chrono::nanoseconds;
+    using rep = duration::rep;
+    using period = duration::period;
+    using time_point = std::chrono::time_point<lease_clock>;
+    static constexpr bool is_steady = true;
+    static time_point now() noexcept;
+};
 
 // A held key. Move-only; releases the key when destroyed (never throwing:
 // failures there are logged). A lease may be used from any thread, but not
 // from two threads at once without external synchronization.
+//
+// Reentrancy (lock_options::reentrant) follows the holder: only the thread
+// that acquired the lease, while the lease has not been moved, gets the same
+// grant back from another acquisition of its key. Moving a lease (move
+// construction or assignment, e.g. into another thread, a container or a
+// std::optional) ends that: afterwards no thread reenters the grant, so an
+// acquisition of the key contends with the moved lease like any other.
+// A moved-from lease holds nothing: release() does nothing, the other members
+// must not be called.
 class lease {
 public:
+    explicit lease(detail::grant_ref g) noexcept;
     lease(lease&& other) noexcept;
     lease& operator=(lease&& other) noexcept;
     lease(const lease&) = delete;
@@ -38,14 +66,14 @@ public:
     sqlock::mode mode() const;
 
     // True once the lease is known to be lost, or once its local deadline
-    // (last confirmed grant or renewal + lease - safety margin, on the
-    // monotonic clock) has passed. A lost lease stays lost.
+    // (last confirmed grant or renewal + lease - safety margin, on
+    // lease_clock) has passed. A lost lease stays lost.
     bool lost() const;
-    // The local deadline on std::chrono::steady_clock: past it, lost() is
-    // true unless a renewal confirmed meanwhile moved it on. Work that must
-    // end while the lease is held (a child process, a request to another
-    // service) can be bounded by it.
-    std::chrono::steady_clock::time_point deadline() const;
+    // The local deadline on lease_clock: past it, lost() is true unless a
+    // renewal confirmed meanwhile moved it on. Work that must end while the
+    // lease is held (a child process, a request to another service) can be
+    // bounded by it.
+    lease_clock::time_point deadline() const;
     // Throws lease_lost_error when lost() is true.
     void check() const;
     // Stop is requested when the lease is lost: poll it, or attach a
@@ -77,9 +105,7 @@ public:
     void release();
 
 private:
-    friend class detail::client_impl;
     friend struct detail::lease_access;
-    explicit lease(std::shared_ptr<detail::grant> g);
     void release_quietly() noexcept;
     std::shared_ptr<detail::grant> grant_;
     bool released_ = false;

@@ -37,6 +37,15 @@ enum class mode {
 // Returns "unique_insert", "conditional_update" or "select_for_update".
 const char* to_string(mode m) noexcept;
 
+// The longest duration sqlock sends to a database, the same on every backend:
+// leases, renewal intervals, safety margins, the client's timeouts, and job
+// retry backoffs must not exceed it (config_error names it). PostgreSQL keeps
+// its time limits (lock_timeout, statement_timeout,
+// idle_in_transaction_session_timeout) in 32-bit milliseconds, about 24.8 days.
+// Waits (acquire timeouts, max_hold) may be longer: beyond what the clock can
+// count they mean "forever".
+inline constexpr std::chrono::milliseconds max_duration{std::chrono::hours(24 * 24)};
+
 // What a commit of sqlock's own statements waits for. It applies to the
 // connections the client opens, so to grants, releases, renewals, fence-counter
 // bumps, waiter rows and job-ledger writes; the application's own connections
@@ -70,7 +79,7 @@ const char* to_string(durability d) noexcept;
 // Options for one acquisition.
 struct lock_options {
     sqlock::mode mode = mode::conditional_update;
-    // Lease length, measured by the database clock. Must be positive.
+    // Lease length, measured by the database clock. Positive, at most max_duration.
     // For select_for_update it bounds how long a holder that dies right after
     // acquiring can keep the key; afterwards the row lock alone holds it.
     std::chrono::milliseconds lease{std::chrono::seconds(30)};
@@ -80,7 +89,9 @@ struct lock_options {
     // same grant back (same owner and token) instead of contending with itself.
     bool reentrant = true;
     // How long before the database's expiry the client itself treats the lease
-    // as lost (lease::lost()). Zero means a tenth of the lease.
+    // as lost (lease::lost()). Zero means a tenth of the lease. With
+    // auto_renew it must be shorter than the lease minus the renewal interval,
+    // or the lease would be lost before its first renewal.
     std::chrono::milliseconds safety_margin{0};
     // Renew the lease from the client's watchdog thread while it is held.
     // Off: a fixed lease that ends at its expiry unless renew() is called.

@@ -1,4 +1,5 @@
--- Ledger rows, newest first: ? job and ? job again ('' for every job), ? limit.
+-- Ledger rows, newest first: ? exact (1: ? is a job; 0: a job-name prefix, ''
+-- for every job), ? job or prefix, ? and ? the prefix again, ? limit.
 SELECT r.status, r.owner, r.holder, r.token, r.attempts,
        FLOOR(UNIX_TIMESTAMP(r.started_at) * 1000),
        FLOOR(UNIX_TIMESTAMP(r.finished_at) * 1000),
@@ -6,6 +7,6 @@ SELECT r.status, r.owner, r.holder, r.token, r.attempts,
        r.result, r.last_error,
        FLOOR(UNIX_TIMESTAMP(UTC_TIMESTAMP(6)) * 1000), r.job, r.run_key
   FROM sqlock_job_runs r
- WHERE ? = '' OR r.job = ?
+ WHERE IF(?, r.job = ?, LEFT(r.job, LENGTH(?)) = ?)
  ORDER BY r.started_at DESC, r.job, r.run_key
  LIMIT ?

@@ -1,9 +1,15 @@
--- select_for_update: ? key, ? priority, ? priority, ? ticket, ? key. Runs
--- inside the holder's transaction. The row is free when no committed lease is
--- live on it and no live fair waiter is ahead.
-SELECT (owner IS NULL OR expires_at <= UTC_TIMESTAMP(6))
-       AND NOT EXISTS (SELECT 1 FROM sqlock_waiters w
-                        WHERE w.lock_key = ? AND w.fair AND w.expires_at > UTC_TIMESTAMP(6)
-                          AND (w.priority > ? OR (w.priority = ? AND w.ticket < ?))) AS free,
-       GREATEST(0, CEIL(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at) / 1000)) AS remaining_ms
-  FROM sqlock_locks WHERE lock_key = ? FOR UPDATE NOWAIT
+-- select_for_update: ? key, ? key, ? priority, ? priority, ? ticket. Runs
+-- inside the holder's transaction; one matched row means the row is ours.
+--
+-- The row is locked only when it is free: no committed lease is live on it
+-- and no live fair waiter is ahead. An UPDATE, not SELECT ... FOR UPDATE:
+-- under READ COMMITTED an UPDATE lets go of a row its WHERE rejects at once,
+-- while a locking SELECT keeps it, so a requester stalled before its ROLLBACK
+-- would keep a lease holder's renewals waiting. A lock wait of 0 makes a row
+-- another transaction has locked an immediate error 1205, like NOWAIT.
+SET STATEMENT innodb_lock_wait_timeout = 0 FOR
+UPDATE sqlock_locks SET expires_at = expires_at
+ WHERE lock_key = ? AND (owner IS NULL OR expires_at <= UTC_TIMESTAMP(6))
+   AND NOT EXISTS (SELECT 1 FROM sqlock_waiters w
+                    WHERE w.lock_key = ? AND w.fair AND w.expires_at > UTC_TIMESTAMP(6)
+                      AND (w.priority > ? OR (w.priority = ? AND w.ticket < ?)))

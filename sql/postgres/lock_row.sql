@@ -1,10 +1,22 @@
 -- select_for_update: $1 key, $2 waiter ticket (max bigint: none), $3 priority
--- (min bigint: not fair). Runs inside the holder's transaction. NOWAIT turns
--- a held row lock into SQLSTATE 55P03 at once. The row is free when no
--- committed lease is live on it and no live fair waiter is ahead.
-SELECT (owner IS NULL OR expires_at <= clock_timestamp())
-       AND NOT EXISTS (SELECT 1 FROM sqlock_waiters w
-                        WHERE w.lock_key = $1 AND w.fair AND w.expires_at > clock_timestamp()
-                          AND (w.priority > $3::bigint OR (w.priority = $3::bigint AND w.ticket < $2::bigint))) AS free,
-       greatest(0, ceil(extract(epoch FROM (expires_at - clock_timestamp())) * 1000))::bigint AS remaining_ms
-  FROM sqlock_locks WHERE lock_key = $1 FOR UPDATE OF sqlock_locks NOWAIT
+-- (min bigint: not fair). Runs inside the holder's transaction.
+--
+-- The row is locked only when it is free: no committed lease is live on it
+-- and no live fair waiter is ahead. A lease-held row is read, never locked,
+-- so that a requester stalled before its ROLLBACK (a pause, a slow network)
+-- cannot keep the holder's renewals waiting. NOWAIT turns a row another
+-- transaction has locked into SQLSTATE 55P03 at once.
+-- Columns: the row exists, it is free and now locked by us, and the holder's
+-- remaining lease when it is not free.
+SELECT r.lock_key IS NOT NULL AS present,
+       locked.lock_key IS NOT NULL AS locked,
+       greatest(0, ceil(extract(epoch FROM (r.expires_at - clock_timestamp())) * 1000))::bigint AS remaining_ms
+  FROM (SELECT 1) AS one
+  LEFT JOIN sqlock_locks r ON r.lock_key = $1
+  LEFT JOIN LATERAL (
+       SELECT l.lock_key FROM sqlock_locks l
+        WHERE l.lock_key = $1 AND (l.owner IS NULL OR l.expires_at <= clock_timestamp())
+          AND NOT EXISTS (SELECT 1 FROM sqlock_waiters w
+                           WHERE w.lock_key = $1 AND w.fair AND w.expires_at > clock_timestamp()
+                             AND (w.priority > $3::bigint OR (w.priority = $3::bigint AND w.ticket < $2::bigint)))
+          FOR UPDATE OF l NOWAIT) AS locked ON true

@@ -1,5 +1,6 @@
 #include "core/client_impl.hpp"
 #include "core/validate.hpp"
+#include "watchdog/deadline_timer.hpp"
 #include "watchdog/watchdog.hpp"
 
 #include <sqlock/client.hpp>
@@ -57,6 +58,7 @@ client_impl::client_impl(const url_parts& url, client_options options)
       log_(options_.logger ? options_.logger : default_logger()),
       sql_(dialect_dir(url), options_.table_prefix) {
     ctx_.redacted_url = redact_url(url.raw);
+    ctx_.secrets = url.secrets;
     ctx_.options = options_;
     ctx_.sql = &sql_;
     ctx_.statements = &statements;
@@ -69,15 +71,19 @@ client_impl::~client_impl() {
         if (listener_.get_id() == std::this_thread::get_id()) listener_.detach();
         else listener_.join();
     }
+    deadlines_.reset();
     if (watchdog_) stop_watchdog_thread(*watchdog_);
     if (callbacks_) stop_callback_thread(*callbacks_);
 }
 
 void client_impl::start_watchdog() {
-    watchdog_ = std::make_shared<watchdog_core>();
-    start_watchdog_thread(watchdog_, weak_from_this());
     callbacks_ = std::make_shared<callback_queue>();
     start_callback_thread(callbacks_);
+    // The timer holds the grants weakly and the client not at all: a grant's
+    // own reference keeps the client alive while mark_lost runs.
+    deadlines_ = std::make_unique<deadline_timer>([](grant& g) { g.client->mark_lost(g); });
+    watchdog_ = std::make_shared<watchdog_core>();
+    start_watchdog_thread(watchdog_, weak_from_this());
 }
 
 // Runs `which` of the grant's callbacks on the callback thread. The closure
@@ -96,6 +102,7 @@ void client_impl::post(grant& g, std::function<void(const std::string&, std::int
 }
 
 void client_impl::watch(const std::shared_ptr<grant>& g) {
+    deadlines_->watch(g);
     bool wake = false;
     {
         std::lock_guard lock(watchdog_->mu);
@@ -151,18 +158,29 @@ void client_impl::check_schema() {
 }
 
 std::shared_ptr<grant> client_impl::find_reentrant(std::string_view key) {
-    std::lock_guard lock(held_mu_);
-    auto it = held_.find(std::make_pair(std::this_thread::get_id(), std::string(key)));
-    if (it == held_.end()) return nullptr;
-    auto g = it->second.lock();
-    if (!g) {
-        held_.erase(it);
-        return nullptr;
+    std::shared_ptr<grant> g;
+    {
+        std::lock_guard lock(held_mu_);
+        auto it = held_.find(std::make_pair(thread_serial(), std::string(key)));
+        if (it == held_.end()) return nullptr;
+        g = it->second.lock();
+        if (!g) {
+            held_.erase(it);
+            return nullptr;
+        }
     }
     std::lock_guard glock(g->mu);
-    if (g->released || g->lost.load() || steady_now_ns() >= g->deadline_ns.load()) return nullptr;
+    if (g->released.load() || !g->reentry_open.load() || g->lost.load() || lease_now_ns() >= g->deadline_ns.load())
+        return nullptr;
     ++g->depth;
     return g;
+}
+
+void client_impl::end_reentry(grant& g) noexcept {
+    if (!g.reentrant || !g.reentry_open.exchange(false)) return;
+    std::lock_guard lock(held_mu_);
+    auto it = held_.find(std::make_pair(g.thread, g.key));
+    if (it != held_.end() && it->second.lock().get() == &g) held_.erase(it);
 }
 
 client_impl::attempt client_impl::try_grant(std::string_view key, const lock_options& options,
@@ -176,7 +194,7 @@ client_impl::attempt client_impl::try_grant(std::string_view key, const lock_opt
                            "unique_insert");
     check_schema();
     if (options.reentrant) {
-        if (auto g = find_reentrant(key)) return {lease(std::move(g)), std::nullopt};
+        if (auto g = find_reentrant(key)) return {std::move(g), std::nullopt};
     }
 
     auto g = std::make_shared<grant>();
@@ -185,21 +203,15 @@ client_impl::attempt client_impl::try_grant(std::string_view key, const lock_opt
     g->owner = new_owner_id();
     g->mode = options.mode;
     g->lease_ms = options.lease.count();
-    g->margin_ms = options.safety_margin.count() > 0 ? options.safety_margin.count() : g->lease_ms / 10;
-    g->thread = std::this_thread::get_id();
+    g->margin_ms = effective_margin(options).count();
+    g->thread = thread_serial();
     g->reentrant = options.reentrant;
     g->auto_renew = options.auto_renew;
-    {
-        auto interval = options.renew_interval.count() > 0 ? options.renew_interval.count() : g->lease_ms / 3;
-        // A select_for_update lease's renewal is a ping on its own connection:
-        // frequent pings notice a dead connection quickly.
-        if (options.mode == mode::select_for_update) interval = std::min<std::int64_t>(interval, 1000);
-        g->interval_ns = std::max<std::int64_t>(interval, 1) * 1'000'000;
-    }
+    g->interval_ns = ms_to_ns(effective_renew_interval(options).count());
     g->on_lost = options.on_lost;
     g->on_renewed = options.on_renewed;
     attempt out;
-    const std::int64_t sent = steady_now_ns();
+    const std::int64_t sent = lease_now_ns();
     // Not fair: every live fair waiter is ahead. Fair without a ticket yet:
     // waiters of the same or higher priority are ahead.
     const std::int64_t priority = options.fair ? options.priority : not_fair;
@@ -225,11 +237,12 @@ client_impl::attempt client_impl::try_grant(std::string_view key, const lock_opt
             ++contention_misses;
             return out;
         }
+        std::optional<std::int64_t> token;
         try {
-            g->token = with_session([&](session& s) {
-                const std::int64_t token = s.bump_token(key);
-                if (ticket != no_ticket) s.dequeue(ticket);  // a granted waiter leaves the queue
-                return token;
+            token = with_session([&](session& s) {
+                auto bumped = s.bump_token(key);
+                if (bumped && ticket != no_ticket) s.dequeue(ticket);  // a granted waiter leaves the queue
+                return bumped;
             });
         } catch (...) {
             try {
@@ -238,6 +251,16 @@ client_impl::attempt client_impl::try_grant(std::string_view key, const lock_opt
             }
             throw;
         }
+        if (!token) {
+            // An earlier holder's fenced transaction still share-locks the
+            // key's fence row: the key is not free yet. Contention, as in the
+            // lease modes, so that a blocking acquire waits on.
+            pinned->end_row_lock();
+            put_back(std::move(pinned));
+            ++contention_misses;
+            return out;
+        }
+        g->token = *token;
         g->pinned = std::move(pinned);
     } else {
         const std::string holder = holder_description();
@@ -254,9 +277,8 @@ client_impl::attempt client_impl::try_grant(std::string_view key, const lock_opt
     // The database's expiry is its clock at the statement + lease (for
     // select_for_update: the server's idle limit after the last statement);
     // that statement ran after `sent`, so this deadline is never later.
-    g->deadline_ns = sent + (g->lease_ms - g->margin_ms) * 1'000'000;
-    g->next_renew_ns = sent + g->interval_ns;
-    g->hold_until_ns = options.max_hold.count() > 0 ? sent + options.max_hold.count() * 1'000'000
+    g->confirmed(sent);
+    g->hold_until_ns = options.max_hold.count() > 0 ? saturating_add(sent, ms_to_ns(options.max_hold.count()))
                                                       : std::numeric_limits<std::int64_t>::max();
     ++acquisitions;
     if (options.reentrant) {
@@ -265,15 +287,18 @@ client_impl::attempt client_impl::try_grant(std::string_view key, const lock_opt
     }
     watch(g);
     log_->debug("acquired '{}' token {} mode {} owner {}", g->key, g->token, to_string(g->mode), g->owner);
-    out.granted.emplace(lease(std::move(g)));
+    out.granted = std::move(g);
     return out;
 }
 
-lease client_impl::acquire(std::string_view key, std::chrono::milliseconds timeout, const lock_options& options) {
+std::shared_ptr<grant> client_impl::acquire(std::string_view key, std::chrono::milliseconds timeout,
+                                            const lock_options& options) {
     validate_timeout(timeout);
-    const bool forever = timeout >= wait_forever;
-    const auto deadline = forever ? std::chrono::steady_clock::time_point::max()
-                                  : std::chrono::steady_clock::now() + timeout;
+    // A timeout too long to add to the clock (~292 years and more) waits forever.
+    const auto start = std::chrono::steady_clock::now();
+    const bool forever =
+        timeout >= std::chrono::floor<std::chrono::milliseconds>(std::chrono::steady_clock::time_point::max() - start);
+    const auto deadline = forever ? std::chrono::steady_clock::time_point::max() : start + timeout;
     // Fair waiters queue. On PostgreSQL every waiter does, because a release
     // wakes the head of the queue through LISTEN/NOTIFY.
     const bool queues = options.fair || dialect_->supports_notify();
@@ -294,7 +319,7 @@ lease client_impl::acquire(std::string_view key, std::chrono::milliseconds timeo
             auto tried = try_grant(key, options, true, queued ? queued->ticket : no_ticket);
             if (tried.granted) {
                 queued.reset();  // the grant removed its row
-                return std::move(*tried.granted);
+                return std::move(tried.granted);
             }
             auto now = std::chrono::steady_clock::now();
             if (now >= deadline)
@@ -339,7 +364,7 @@ std::shared_ptr<waiter> client_impl::enqueue(std::string_view key, const lock_op
     const std::string holder = holder_description();
     const waiter_request request{key, owner, options.fair, options.fair ? options.priority : 0, w->lease_ms, channel_,
                                  holder};
-    const std::int64_t sent = steady_now_ns();
+    const std::int64_t sent = lease_now_ns();
     w->ticket = with_session([&](session& s) { return s.enqueue(request); });
     w->next_beat_ns = sent + w->interval_ns;
     ++waits;
@@ -415,6 +440,12 @@ void client_impl::notify_release() {
 }
 
 void client_impl::mark_lost(grant& g) {
+    // A released lease is not lost: a release deletes or clears the row,
+    // which a racing renewal would otherwise read as a takeover.
+    if (!g.released.load()) signal_lost(g);
+}
+
+void client_impl::signal_lost(grant& g) {
     if (g.lost.exchange(true)) return;
     ++leases_lost;
     // A fixed lease running out is what its owner asked for; anything else is news.
@@ -422,13 +453,6 @@ void client_impl::mark_lost(grant& g) {
               g.token);
     g.stop.request_stop();
     if (g.on_lost) post(g, &grant::on_lost, "on_lost");
-}
-
-// Lost unless the lease was released meanwhile (a release deletes or clears
-// the row, which a racing renewal would otherwise read as a takeover).
-static bool released(grant& g) {
-    std::lock_guard lock(g.mu);
-    return g.released;
 }
 
 // What one round renews: nothing unless something is due now; then, with it,
@@ -456,14 +480,14 @@ static std::vector<std::shared_ptr<T>> pick_due(const std::vector<std::shared_pt
 
 std::int64_t client_impl::background_round(std::vector<std::shared_ptr<grant>>& leases,
                                           std::vector<std::shared_ptr<waiter>>& waiters) {
-    const std::int64_t now = steady_now_ns();
+    const std::int64_t now = lease_now_ns();
     std::int64_t next = now + 1'000'000'000;  // look around at least once a second
     std::vector<std::shared_ptr<grant>> renewable;
     for (auto& g : leases) {
         if (g->lost.load()) continue;
         const std::int64_t deadline = g->deadline_ns.load();
         if (now >= deadline) {
-            if (!released(*g)) mark_lost(*g);
+            mark_lost(*g);  // the deadline timer does this too; whoever is first
             continue;
         }
         next = std::min(next, deadline);
@@ -479,7 +503,7 @@ std::int64_t client_impl::background_round(std::vector<std::shared_ptr<grant>>& 
                                                   batch.begin() + static_cast<std::ptrdiff_t>(std::min(i + size, batch.size())));
         renew_batch(chunk);
     }
-    for (auto& g : pings) ping_pinned(*g);
+    for (auto& g : pings) ping_pinned(*g, false);
     for (auto* group : {&batch, &pings})
         for (auto& g : *group)
             if (!g->lost.load()) next = std::min({next, g->next_renew_ns.load(), g->deadline_ns.load()});
@@ -517,24 +541,47 @@ std::int64_t client_impl::background_round(std::vector<std::shared_ptr<grant>>& 
             } catch (const std::exception& e) {
                 log_->warn("sweep failed: {}", e.what());
             }
-            next_sweep_ns_ = steady_now_ns() + again;
+            next_sweep_ns_ = lease_now_ns() + again;
         }
         next = std::min(next, next_sweep_ns_);
     }
     return next;
 }
 
+std::chrono::milliseconds client_impl::wait_bound(std::int64_t earliest_deadline_ns) const {
+    // At least 100 ms: a bound too short to answer in would fail a healthy
+    // connection. Zero would mean "the default", so never return it.
+    const std::int64_t left_ms = (earliest_deadline_ns - lease_now_ns()) / 1'000'000;
+    return std::chrono::milliseconds(std::clamp<std::int64_t>(left_ms, 100, options_.statement_timeout.count()));
+}
+
 void client_impl::renew_batch(std::vector<std::shared_ptr<grant>>& chunk) {
     std::vector<renewal> items;
     items.reserve(chunk.size());
-    for (auto& g : chunk) items.push_back({g->key, g->owner, g->lease_ms});
-    const std::int64_t sent = steady_now_ns();
+    std::int64_t earliest = std::numeric_limits<std::int64_t>::max();
+    for (auto& g : chunk) {
+        items.push_back({g->key, g->owner, g->lease_ms});
+        earliest = std::min(earliest, g->deadline_ns.load());
+    }
+    const std::int64_t sent = lease_now_ns();
     std::vector<bool> renewed;
     try {
-        renewed = with_session([&](session& s) { return s.renew_batch(items); });
+        renewed = with_session([&](session& s) {
+            s.bound_waits(wait_bound(earliest));
+            struct restore {
+                session& s;
+                ~restore() {
+                    try {
+                        s.bound_waits(std::chrono::milliseconds::zero());
+                    } catch (...) {
+                    }
+                }
+            } restore_bound{s};
+            return s.renew_batch(items);
+        });
     } catch (const std::exception& e) {
         // Transient (the database is away or slow): retry soon, but never
-        // past a lease's deadline, where the next round declares it lost.
+        // past a lease's deadline, where the deadline timer declares it lost.
         renewal_failures += chunk.size();
         log_->warn("renewing {} lease(s) failed, retrying: {}", chunk.size(), e.what());
         for (auto& g : chunk) g->next_renew_ns = sent + std::min<std::int64_t>(g->interval_ns / 4, 500'000'000);
@@ -542,19 +589,42 @@ void client_impl::renew_batch(std::vector<std::shared_ptr<grant>>& chunk) {
     }
     for (std::size_t i = 0; i < chunk.size(); ++i) {
         auto& g = *chunk[i];
-        if (!renewed[i]) {
-            if (!released(g)) mark_lost(g);
-            continue;
-        }
-        renewed_at(g, sent);
+        if (renewed[i]) renewed_at(g, sent);
+        else renew_alone(g);  // lost, or skipped because another transaction had its row locked
+    }
+}
+
+// A lease the batch did not renew: renew it by itself, without waiting for a
+// locked row (the other leases of the round wait for this one). Only a
+// renewal that finds the lease gone makes it lost; a locked row is tried
+// again shortly, until the deadline.
+void client_impl::renew_alone(grant& g) {
+    const std::int64_t sent = lease_now_ns();
+    renew_result r;
+    try {
+        r = with_session([&](session& s) { return s.renew(g.key, g.owner, g.lease_ms, false); });
+    } catch (const std::exception& e) {
+        ++renewal_failures;
+        log_->warn("renewing '{}' failed, retrying: {}", g.key, e.what());
+        g.next_renew_ns = sent + std::min<std::int64_t>(g.interval_ns / 4, 500'000'000);
+        return;
+    }
+    switch (r) {
+        case renew_result::renewed: renewed_at(g, sent); return;
+        case renew_result::not_held: mark_lost(g); return;
+        case renew_result::row_locked:
+            ++renewal_failures;
+            log_->warn("renewing '{}': another transaction keeps its row locked; retrying until the deadline", g.key);
+            g.next_renew_ns = sent + std::min<std::int64_t>(g.interval_ns / 4, 500'000'000);
+            return;
     }
 }
 
 // A confirmed renewal sent at `sent`: move the deadline and the next renewal
 // on, and tell the observer.
 void client_impl::renewed_at(grant& g, std::int64_t sent) {
-    g.deadline_ns = sent + (g.lease_ms - g.margin_ms) * 1'000'000;
-    g.next_renew_ns = sent + g.interval_ns;
+    if (g.lost.load()) return;  // lost stays lost, whatever a late answer says
+    g.confirmed(sent);
     ++renewals;
     if (g.on_renewed) post(g, &grant::on_renewed, "on_renewed");
 }
@@ -563,7 +633,7 @@ void client_impl::beat_waiters(std::vector<std::shared_ptr<waiter>>& chunk) {
     std::vector<heartbeat> items;
     items.reserve(chunk.size());
     for (auto& w : chunk) items.push_back({w->ticket, w->lease_ms});
-    const std::int64_t sent = steady_now_ns();
+    const std::int64_t sent = lease_now_ns();
     std::vector<bool> live;
     try {
         live = with_session([&](session& s) { return s.beat_waiters(items); });
@@ -584,37 +654,53 @@ void client_impl::beat_waiters(std::vector<std::shared_ptr<waiter>>& chunk) {
     if (lost_place) notify_release();
 }
 
-void client_impl::ping_pinned(grant& g) {
-    const std::int64_t sent = steady_now_ns();
+// The pinned connection is borrowed, not used under g.mu: a ping can take as
+// long as the network does, and nothing else may wait on the grant's mutex
+// for that long (the deadline timer and the watchdog read the grant freely).
+void client_impl::ping_pinned(grant& g, bool wait) {
+    session* pinned = nullptr;
+    {
+        std::unique_lock lock(g.mu);
+        if (wait) g.pinned_idle.wait(lock, [&] { return !g.pinned_busy; });
+        if (g.pinned_busy) {
+            // The application's renew() is pinging: it confirms or loses the
+            // lease. Look again shortly rather than at once.
+            g.next_renew_ns = lease_now_ns() + std::min<std::int64_t>(g.interval_ns / 4, 500'000'000);
+            return;
+        }
+        if (g.released.load() || !g.pinned) return;
+        g.pinned_busy = true;
+        pinned = g.pinned.get();
+    }
+    const std::int64_t sent = lease_now_ns();
     bool alive = false;
+    try {
+        pinned->bound_waits(wait_bound(g.deadline_ns.load()));
+        // Another token means an operator broke the lock (force_release):
+        // give up the row lock now rather than at release.
+        alive = pinned->fence_token(g.key) == g.token;
+        pinned->bound_waits(std::chrono::milliseconds::zero());
+    } catch (const error&) {
+        alive = false;  // the server ended the transaction with the connection
+    }
+    std::unique_ptr<session> dead;
     {
         std::lock_guard lock(g.mu);
-        if (g.released || !g.pinned) return;
-        try {
-            // Another token means an operator broke the lock (force_release):
-            // give up the row lock now rather than at release.
-            alive = g.pinned->fence_token(g.key) == g.token;
-            if (!alive) end_pinned(g);
-        } catch (const error&) {
-            alive = false;  // the server ended the transaction with the connection
-        }
+        g.pinned_busy = false;
+        if (!alive) dead = std::move(g.pinned);  // never pooled after a loss
     }
-    if (!alive) {
+    g.pinned_idle.notify_all();
+    if (dead) {
+        try {
+            dead->end_row_lock();
+        } catch (const error&) {
+            // The connection is dropped below: the row lock ends with it.
+        }
+        dead.reset();
         mark_lost(g);
         return;
     }
     renewed_at(g, sent);
-}
-
-// Rolls back a select_for_update lease's transaction and drops its connection
-// (never pooled after a loss). Called with g.mu held.
-void client_impl::end_pinned(grant& g) noexcept {
-    auto pinned = std::move(g.pinned);
-    try {
-        pinned->end_row_lock();
-    } catch (const error&) {
-        // The connection is dropped below: the row lock ends with it.
-    }
 }
 
 std::size_t client_impl::sweep_once() {
@@ -632,10 +718,12 @@ std::size_t client_impl::sweep_once() {
 void client_impl::release(grant& g) {
     std::unique_ptr<session> pinned;
     {
-        std::lock_guard lock(g.mu);
-        if (g.released) return;
+        std::unique_lock lock(g.mu);
+        if (g.released.load()) return;
         if (--g.depth > 0) return;
         g.released = true;
+        // A ping in progress has the pinned session: wait for it to come back.
+        g.pinned_idle.wait(lock, [&] { return !g.pinned_busy; });
         pinned = std::move(g.pinned);
     }
     if (g.reentrant) {
@@ -644,7 +732,7 @@ void client_impl::release(grant& g) {
         if (it != held_.end() && it->second.lock().get() == &g) held_.erase(it);
     }
     if (g.mode == mode::select_for_update) {
-        // No connection is left when the lease was found broken (end_pinned).
+        // No connection is left when the lease was found broken (ping_pinned).
         if (pinned) {
             try {
                 pinned->end_row_lock();
@@ -653,12 +741,12 @@ void client_impl::release(grant& g) {
             } catch (const error&) {
                 // The server ended (or will end) the transaction with the
                 // connection, which is dropped here: the row lock is gone either way.
-                mark_lost(g);
+                signal_lost(g);
             }
         }
     } else {
         bool ours = with_session([&](session& s) { return s.release(g.key, g.owner, g.mode); });
-        if (!ours) mark_lost(g);
+        if (!ours) signal_lost(g);  // it had been taken over before this release
     }
     ++releases;
     notify_release();
@@ -666,34 +754,27 @@ void client_impl::release(grant& g) {
 }
 
 bool client_impl::renew(grant& g) {
-    if (g.lost.load()) return false;
-    bool ok;
+    if (g.lost.load() || g.released.load()) return false;
     if (g.mode == mode::select_for_update) {
-        const std::int64_t sent = steady_now_ns();
-        std::lock_guard lock(g.mu);
-        if (g.released || !g.pinned) return false;
-        try {
-            ok = g.pinned->fence_token(g.key) == g.token;
-            if (!ok) end_pinned(g);
-        } catch (const error&) {
-            ok = false;
-        }
-        if (ok) g.deadline_ns = sent + (g.lease_ms - g.margin_ms) * 1'000'000;
-    } else {
-        {
-            std::lock_guard lock(g.mu);
-            if (g.released) return false;
-        }
-        const std::int64_t sent = steady_now_ns();
-        ok = with_session([&](session& s) { return s.renew(g.key, g.owner, g.lease_ms); });
-        if (ok) g.deadline_ns = sent + (g.lease_ms - g.margin_ms) * 1'000'000;
+        ping_pinned(g, true);
+        return !g.lost.load() && !g.released.load();
     }
-    if (!ok) {
-        mark_lost(g);
-        return false;
+    const std::int64_t sent = lease_now_ns();
+    switch (with_session([&](session& s) { return s.renew(g.key, g.owner, g.lease_ms, true); })) {
+        case renew_result::renewed:
+            if (g.lost.load()) return false;  // the deadline passed while the renewal was on its way
+            g.confirmed(sent);
+            ++renewals;
+            return true;
+        case renew_result::not_held:
+            mark_lost(g);
+            return false;
+        case renew_result::row_locked:
+            break;
     }
-    ++renewals;
-    return true;
+    throw db_error(std::string(dialect_->name()), "",
+                   "renewing '" + g.key + "': another transaction kept the key's row locked past the row lock "
+                   "timeout; the lease is unchanged (lost at its deadline unless a renewal gets through)");
 }
 
 lock_info client_impl::inspect(std::string_view key) {
@@ -781,12 +862,17 @@ void client::migrate() { impl_->migrate(); }
 int client::schema_version() { return impl_->schema_version(); }
 int client::required_schema_version() const { return impl_->sql().latest_version(); }
 
+// Leases are made here, in the object returned to the caller (guaranteed copy
+// elision): the library never moves a lease, so a move is always the
+// application's, and ends the grant's reentrancy.
 std::optional<lease> client::try_acquire(std::string_view key, const lock_options& options) {
-    return std::move(impl_->try_grant(key, options, false).granted);
+    auto g = impl_->try_grant(key, options, false).granted;
+    if (!g) return std::nullopt;
+    return std::optional<lease>(std::in_place, detail::grant_ref{std::move(g)});
 }
 
 lease client::acquire(std::string_view key, std::chrono::milliseconds timeout, const lock_options& options) {
-    return impl_->acquire(key, timeout, options);
+    return lease(detail::grant_ref{impl_->acquire(key, timeout, options)});
 }
 
 lock_info client::inspect(std::string_view key) { return impl_->inspect(key); }

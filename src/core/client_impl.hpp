@@ -1,6 +1,7 @@
 #pragma once
 // Internals of sqlock::client: the connection pool, grants and counters.
 
+#include "core/clock.hpp"
 #include "core/sql_library.hpp"
 #include "core/url.hpp"
 #include "dialects/dialect.hpp"
@@ -28,8 +29,10 @@ class logger;
 namespace sqlock::detail {
 
 class client_impl;
+class deadline_timer;
 
 // One acquisition's state, shared by the reentrant leases that reuse it.
+// Times are lease_clock nanoseconds (CLOCK_BOOTTIME).
 struct grant : std::enable_shared_from_this<grant> {
     std::shared_ptr<client_impl> client;
     std::string key;
@@ -38,7 +41,7 @@ struct grant : std::enable_shared_from_this<grant> {
     sqlock::mode mode = sqlock::mode::conditional_update;
     std::int64_t lease_ms = 0;
     std::int64_t margin_ms = 0;
-    std::thread::id thread;  // where it was taken, for reentrancy
+    std::uint64_t thread = 0;  // thread_serial() of the acquiring thread, for reentrancy
     bool reentrant = false;
     bool auto_renew = true;
     std::int64_t interval_ns = 0;   // between automatic renewals
@@ -46,18 +49,28 @@ struct grant : std::enable_shared_from_this<grant> {
     std::function<void(const std::string&, std::int64_t)> on_lost, on_renewed;
     std::stop_source stop;          // requested when lost
 
-    // Monotonic deadline in steady_clock nanoseconds: when the last confirmed
-    // grant or renewal was sent, plus the lease, minus the safety margin.
+    // The local deadline: when the last confirmed grant or renewal was sent,
+    // plus the lease, minus the safety margin. The database computed its
+    // expiry after that send, so the deadline is never later than the expiry.
     std::atomic<std::int64_t> deadline_ns{0};
     std::atomic<std::int64_t> next_renew_ns{0};
     std::atomic<bool> lost{false};
+    std::atomic<bool> released{false};      // set once, under mu
+    std::atomic<bool> reentry_open{true};   // cleared when a lease of it is moved
 
-    // Guards the fields below. Also held while the pinned session is in use
-    // (a ping by the watchdog, a rollback at release): that connection is
-    // this lease's alone, so only this lease's own operations ever wait here.
+    // A grant or renewal sent at `sent` (lease_now_ns()) was confirmed by the
+    // database: the one place the deadline is computed.
+    void confirmed(std::int64_t sent) noexcept {
+        deadline_ns = saturating_add(sent, ms_to_ns(lease_ms - margin_ms));
+        next_renew_ns = saturating_add(sent, interval_ns);
+    }
+
+    // Guards the fields below. Never held across a database round trip: the
+    // pinned session is borrowed (pinned_busy) and used without the mutex.
     std::mutex mu;
+    std::condition_variable pinned_idle;  // pinned_busy went false
     int depth = 1;
-    bool released = false;
+    bool pinned_busy = false;
     std::unique_ptr<session> pinned;  // select_for_update's open transaction
 };
 
@@ -81,8 +94,6 @@ std::string new_owner_id();
 // "host:pid:tid" of the calling thread, for people reading the lock table.
 std::string holder_description();
 
-std::int64_t steady_now_ns() noexcept;
-
 class client_impl : public std::enable_shared_from_this<client_impl> {
 public:
     client_impl(const url_parts& url, client_options options);
@@ -94,20 +105,24 @@ public:
     const sql_library& sql() const { return sql_; }
 
     struct attempt {
-        std::optional<lease> granted;
+        std::shared_ptr<grant> granted;
         std::optional<std::int64_t> remaining_ms;
     };
     attempt try_grant(std::string_view key, const lock_options& options, bool want_remaining,
                       std::int64_t ticket = no_ticket);
-    lease acquire(std::string_view key, std::chrono::milliseconds timeout, const lock_options& options);
+    std::shared_ptr<grant> acquire(std::string_view key, std::chrono::milliseconds timeout,
+                                   const lock_options& options);
 
     void release(grant& g);
     bool renew(grant& g);
+    // Declares g lost (once) unless it was released: stop token, log, on_lost.
     void mark_lost(grant& g);
+    // A lease of g was moved: no thread reenters g from now on.
+    void end_reentry(grant& g) noexcept;
 
     // Watchdog work, run on the watchdog thread: renew what is due (batched),
     // declare lost what passed its deadline, sweep when due. Returns the
-    // steady time (ns) at which it wants to run again.
+    // lease_clock time (ns) at which it wants to run again.
     std::int64_t background_round(std::vector<std::shared_ptr<grant>>& leases,
                                   std::vector<std::shared_ptr<waiter>>& waiters);
     std::size_t sweep_once();
@@ -153,6 +168,8 @@ public:
 private:
     std::shared_ptr<grant> find_reentrant(std::string_view key);
     void notify_release();
+    // mark_lost without the released check: a release that finds the lease gone.
+    void signal_lost(grant& g);
 
     client_options options_;
     std::shared_ptr<spdlog::logger> log_;
@@ -165,23 +182,29 @@ private:
     std::vector<std::unique_ptr<session>> idle_;
 
     void renew_batch(std::vector<std::shared_ptr<grant>>& batch);
+    void renew_alone(grant& g);
     void beat_waiters(std::vector<std::shared_ptr<waiter>>& batch);
     std::shared_ptr<waiter> enqueue(std::string_view key, const lock_options& options);
     void leave_queue(std::shared_ptr<waiter>& w) noexcept;
     void start_listener();
     void listener_main(std::unique_ptr<notifier> n);
-    void ping_pinned(grant& g);
-    void end_pinned(grant& g) noexcept;
+    // select_for_update: checks the pinned connection. wait: wait for a
+    // ping in progress (user renew) instead of skipping (watchdog).
+    void ping_pinned(grant& g, bool wait);
     void renewed_at(grant& g, std::int64_t sent);
     void watch(const std::shared_ptr<grant>& g);
     void post(grant& g, std::function<void(const std::string&, std::int64_t)> grant::*which, const char* name);
+    // The bound on a watchdog statement's client-side waits: the statement
+    // timeout, or less when an earlier deadline makes a later answer useless.
+    std::chrono::milliseconds wait_bound(std::int64_t earliest_deadline_ns) const;
 
     std::shared_ptr<struct watchdog_core> watchdog_;
     std::shared_ptr<struct callback_queue> callbacks_;
+    std::unique_ptr<deadline_timer> deadlines_;
     std::int64_t next_sweep_ns_ = 0;  // watchdog thread only
 
     std::mutex held_mu_;
-    std::map<std::pair<std::thread::id, std::string>, std::weak_ptr<grant>, std::less<>> held_;
+    std::map<std::pair<std::uint64_t, std::string>, std::weak_ptr<grant>, std::less<>> held_;
 
     // PostgreSQL wake-ups: one LISTEN connection per client, on its own
     // thread, started by the first waiter. channel_ is what waiter rows name.

@@ -7,10 +7,14 @@
 
 namespace sqlock {
 
-lease::lease(std::shared_ptr<detail::grant> g) : grant_(std::move(g)) {}
+lease::lease(detail::grant_ref g) noexcept : grant_(std::move(g.g)) {}
 
+// The library never moves a lease (client.cpp builds each one in place), so
+// a move is the application's: the lease may now live on another thread, and
+// no thread may reenter its grant any more.
 lease::lease(lease&& other) noexcept : grant_(std::move(other.grant_)), released_(other.released_) {
     other.released_ = true;
+    if (grant_) grant_->client->end_reentry(*grant_);
 }
 
 lease& lease::operator=(lease&& other) noexcept {
@@ -19,6 +23,7 @@ lease& lease::operator=(lease&& other) noexcept {
         grant_ = std::move(other.grant_);
         released_ = other.released_;
         other.released_ = true;
+        if (grant_) grant_->client->end_reentry(*grant_);
     }
     return *this;
 }
@@ -47,7 +52,7 @@ sqlock::mode lease::mode() const { return grant_->mode; }
 
 bool lease::lost() const {
     if (grant_->lost.load()) return true;
-    if (detail::steady_now_ns() >= grant_->deadline_ns.load()) {
+    if (detail::lease_now_ns() >= grant_->deadline_ns.load()) {
         grant_->client->mark_lost(*grant_);
         return true;
     }
@@ -62,9 +67,8 @@ void lease::check() const {
 
 std::stop_token lease::stop_token() const { return grant_->stop.get_token(); }
 
-std::chrono::steady_clock::time_point lease::deadline() const {
-    // steady_now_ns() reads steady_clock, so the deadline is on that clock.
-    return std::chrono::steady_clock::time_point(std::chrono::nanoseconds(grant_->deadline_ns.load()));
+lease_clock::time_point lease::deadline() const {
+    return lease_clock::time_point(lease_clock::duration(grant_->deadline_ns.load()));
 }
 
 bool lease::renew() {

@@ -57,14 +57,47 @@ void validate_prefix(std::string_view prefix) {
         throw config_error("key prefix must be UTF-8 text without NUL bytes");
 }
 
+void validate_duration(std::string_view what, std::chrono::milliseconds d, bool zero_ok) {
+    if (d < std::chrono::milliseconds::zero() || (d == std::chrono::milliseconds::zero() && !zero_ok))
+        throw config_error(std::string(what) + " must be " + (zero_ok ? "zero or positive" : "positive") + " (got " +
+                           std::to_string(d.count()) + " ms)");
+    if (d > max_duration)
+        throw config_error(std::string(what) + " is " + std::to_string(d.count()) +
+                           " ms: durations sqlock sends to the database are at most sqlock::max_duration (24 days, " +
+                           std::to_string(max_duration.count()) + " ms)");
+}
+
+std::chrono::milliseconds effective_margin(const lock_options& options) {
+    return options.safety_margin.count() > 0 ? options.safety_margin : options.lease / 10;
+}
+
+std::chrono::milliseconds effective_renew_interval(const lock_options& options) {
+    auto interval = options.renew_interval.count() > 0 ? options.renew_interval : options.lease / 3;
+    // A select_for_update lease's renewal is a ping on its own connection:
+    // frequent pings notice a dead connection quickly.
+    if (options.mode == mode::select_for_update) interval = std::min(interval, std::chrono::milliseconds(1000));
+    return std::max(interval, std::chrono::milliseconds(1));
+}
+
 void validate_lock_options(const lock_options& options) {
-    if (options.lease <= std::chrono::milliseconds::zero())
-        throw config_error("lease must be positive (got " + std::to_string(options.lease.count()) + " ms)");
-    if (options.lease > max_lease) throw config_error("lease must be at most 366 days");
-    if (options.safety_margin < std::chrono::milliseconds::zero() || options.safety_margin >= options.lease)
-        throw config_error("safety_margin must be zero (automatic) or between 0 and the lease");
-    if (options.renew_interval < std::chrono::milliseconds::zero() || options.renew_interval >= options.lease)
+    validate_duration("lease", options.lease);
+    validate_duration("safety_margin", options.safety_margin, true);
+    validate_duration("renew_interval", options.renew_interval, true);
+    if (options.safety_margin >= options.lease)
+        throw config_error("safety_margin must be zero (a tenth of the lease) or shorter than the lease");
+    if (options.renew_interval >= options.lease)
         throw config_error("renew_interval must be zero (a third of the lease) or shorter than the lease");
+    if (options.auto_renew) {
+        // The lease is lost at (last renewal + lease - margin); the next
+        // renewal is sent one interval after the last: it must come first.
+        const auto margin = effective_margin(options), interval = effective_renew_interval(options);
+        if (margin + interval >= options.lease)
+            throw config_error("safety_margin (" + std::to_string(margin.count()) + " ms) plus renew_interval (" +
+                               std::to_string(interval.count()) + " ms) must be shorter than the lease (" +
+                               std::to_string(options.lease.count()) +
+                               " ms), or the lease is lost before its first renewal: shorten them or lengthen "
+                               "the lease");
+    }
     if (options.max_hold < std::chrono::milliseconds::zero())
         throw config_error("max_hold must be zero (no cap) or positive");
     if (options.note.size() > max_note_bytes)
@@ -92,19 +125,23 @@ void validate_client_options(const client_options& options) {
     if (options.pool_size == 0) throw config_error("pool_size must be at least 1");
     if (options.connect_timeout < std::chrono::seconds(1))
         throw config_error("connect_timeout must be at least 1 s (drivers count whole seconds)");
-    if (options.statement_timeout < std::chrono::milliseconds(1))
-        throw config_error("statement_timeout must be positive");
-    if (options.row_lock_timeout < std::chrono::milliseconds(1))
-        throw config_error("row_lock_timeout must be positive");
+    validate_duration("connect_timeout", options.connect_timeout);
+    validate_duration("statement_timeout", options.statement_timeout);
+    validate_duration("row_lock_timeout", options.row_lock_timeout);
     if (options.renew_batch_size == 0 || options.renew_batch_size > 5000)
         throw config_error("renew_batch_size must be between 1 and 5000");
     if (options.sweep_batch_size == 0 || options.sweep_batch_size > 10000)
         throw config_error("sweep_batch_size must be between 1 and 10000");
     if (options.sweep_interval < std::chrono::milliseconds(10))
         throw config_error("sweep_interval must be at least 10 ms");
+    validate_duration("sweep_interval", options.sweep_interval);
     if (options.job_retention < std::chrono::milliseconds::zero() ||
         (options.job_retention > std::chrono::milliseconds::zero() && options.job_retention < std::chrono::seconds(1)))
         throw config_error("job_retention must be zero (keep forever) or at least one second");
+    // Ledger ages are compared in SQL as intervals: keep them in every
+    // backend's range (and in any sensible one).
+    if (options.job_retention > std::chrono::hours(24 * 366 * 100))
+        throw config_error("job_retention must be at most 100 years (zero keeps rows forever)");
     if (options.durability != durability::strict && options.durability != durability::relaxed)
         throw config_error("durability is not one of strict, relaxed");
 }

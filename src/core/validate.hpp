@@ -12,7 +12,6 @@ namespace sqlock::detail {
 inline constexpr std::size_t max_key_bytes = 255;
 inline constexpr std::size_t max_note_bytes = 1024;
 inline constexpr std::size_t max_prefix_bytes = 40;
-inline constexpr std::chrono::milliseconds max_lease{std::chrono::hours(24 * 366)};
 
 // Strict UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF.
 bool valid_utf8(std::string_view s) noexcept;
@@ -22,6 +21,13 @@ void validate_key(std::string_view key);
 // A key prefix to list by: like a key, but may be empty.
 void validate_prefix(std::string_view prefix);
 void validate_lock_options(const lock_options& options);
+// A duration sqlock sends to the database: positive (or zero when
+// zero_ok) and at most max_duration. `what` names it in the message.
+void validate_duration(std::string_view what, std::chrono::milliseconds d, bool zero_ok = false);
+
+// The safety margin and renewal interval a lease uses, zeros resolved.
+std::chrono::milliseconds effective_margin(const lock_options& options);
+std::chrono::milliseconds effective_renew_interval(const lock_options& options);
 void validate_timeout(std::chrono::milliseconds timeout);
 void validate_client_options(const client_options& options);
 

@@ -25,6 +25,9 @@ class sql_library;
 // Everything a dialect needs from the client.
 struct dialect_context {
     std::string redacted_url;  // for messages: the URL with its password masked
+    // The URL's password in every spelling: driver messages (which may quote
+    // what they could not parse) pass through scrub() with these.
+    std::vector<std::string> secrets;
     client_options options;
     const sql_library* sql = nullptr;  // statements and migrations, prefix applied
     std::atomic<std::uint64_t>* statements = nullptr;  // bumped once per statement sent
@@ -125,6 +128,13 @@ struct fence_result {
 // Result of trying to lock a key's row for select_for_update.
 enum class row_lock { locked, busy, missing };
 
+// Result of an owner-checked renewal of one lease.
+enum class renew_result {
+    renewed,     // extended by its length, by database time
+    not_held,    // the row is not this owner's live lease any more: lost
+    row_locked,  // another transaction held the row past the lock wait: try again
+};
+
 // One connection. Not thread-safe: the pool lends it to one thread at a time.
 // Driver failures leave as sqlock errors: connection_error when the connection
 // is unusable (the pool then drops it), schema_error for missing tables,
@@ -139,11 +149,22 @@ public:
     virtual grant_result grant(const grant_request& request) = 0;
     // Owner-checked release: deletes the row (unique_insert) or clears its owner.
     virtual bool release(std::string_view key, std::string_view owner, sqlock::mode mode) = 0;
-    // Owner-checked renewal of an unexpired lease, by database time.
-    virtual bool renew(std::string_view key, std::string_view owner, std::int64_t lease_ms) = 0;
+    // Owner-checked renewal of an unexpired lease, by database time. wait:
+    // wait for a locked row up to the row lock timeout (the application's
+    // renew()); otherwise a locked row is row_locked at once (the watchdog).
+    virtual renew_result renew(std::string_view key, std::string_view owner, std::int64_t lease_ms, bool wait) = 0;
     // The watchdog's renewal: every lease of the batch in one statement.
-    // Returns, per entry, whether it was renewed (false: not ours any more).
+    // Returns, per entry, whether it was renewed in that statement. An entry
+    // that was not is either not held any more or its row was locked by
+    // another transaction (skipped, or the statement gave up on it): the
+    // caller renews it alone to find out, so one locked row never costs the
+    // other leases of the batch.
     virtual std::vector<bool> renew_batch(const std::vector<renewal>& batch) = 0;
+    // Bounds the client-side waits of the statements that follow (a silent
+    // network, a busy SQLite file) by `bound`, where the driver allows it;
+    // zero restores the client's statement timeout. The watchdog lowers it
+    // when a later answer would come after a lease's deadline anyway.
+    virtual void bound_waits(std::chrono::milliseconds bound) = 0;
     // Deletes up to `limit` expired unique_insert rows, skipping rows another
     // transaction has locked; the delete re-checks expiry. Returns the count.
     virtual std::size_t sweep(std::size_t limit) = 0;
@@ -170,8 +191,10 @@ public:
     // Creates the key's row (free) if it does not exist yet.
     virtual void ensure_row(std::string_view key) = 0;
     // Bumps and returns the key's fencing counter. Only called while the
-    // caller holds the key's row lock on another session.
-    virtual std::int64_t bump_token(std::string_view key) = 0;
+    // caller holds the key's row lock on another session. Empty when the
+    // fence row stayed locked past the row lock timeout (an earlier holder's
+    // fenced transaction is still open): contention, nothing bumped.
+    virtual std::optional<std::int64_t> bump_token(std::string_view key) = 0;
     // The key's fencing counter as committed (0: never granted). A
     // select_for_update holder's ping: proves its connection alive, and a
     // token other than its own means the lock was broken (force_release).
@@ -198,8 +221,9 @@ public:
     // The run's ledger row, unlocked; its now_ms is set even when absent
     // (then the row is empty with status "").
     virtual job_row job_read(std::string_view job, std::string_view run_key) = 0;
-    // Ledger rows, newest first: of one job, or of every job when job is empty.
-    virtual std::vector<job_row> job_list(std::string_view job, std::size_t limit) = 0;
+    // Ledger rows, newest first: of one job (exact), or of every job whose
+    // name starts with `job` (not exact; "" for every job).
+    virtual std::vector<job_row> job_list(std::string_view job, bool exact, std::size_t limit) = 0;
     // Deletes up to `limit` ledger rows started more than retention_ms ago.
     virtual std::size_t sweep_jobs(std::int64_t retention_ms, std::size_t limit) = 0;
     // The database clock, in milliseconds since the Unix epoch.

@@ -51,6 +51,7 @@ void validate_options(const job_options& o) {
     if (o.wait < std::chrono::milliseconds::zero()) throw config_error("wait must not be negative");
     if (o.retry_backoff < std::chrono::milliseconds::zero() || o.max_backoff < o.retry_backoff)
         throw config_error("retry_backoff must not be negative and max_backoff not below it");
+    detail::validate_duration("max_backoff", o.max_backoff, true);
     detail::validate_lock_options({.mode = o.mode, .lease = o.lease, .note = o.note});
 }
 
@@ -171,10 +172,21 @@ std::optional<job_record> job_runner::record(std::string_view job, std::string_v
 
 std::vector<job_record> job_runner::records(std::string_view job, std::size_t limit) {
     if (!job.empty()) validate_job(job);
+    return list(job, !job.empty(), limit);
+}
+
+std::vector<job_record> job_runner::records_with_prefix(std::string_view job_prefix, std::size_t limit) {
+    if (job_prefix.size() > max_job_bytes || job_prefix.find('\0') != std::string_view::npos ||
+        !detail::valid_utf8(job_prefix))
+        throw config_error("a job-name prefix is at most 100 bytes of UTF-8 without NUL");
+    return list(job_prefix, false, limit);
+}
+
+std::vector<job_record> job_runner::list(std::string_view job, bool exact, std::size_t limit) {
     if (limit < 1 || limit > 100000) throw config_error("limit must be between 1 and 100000");
     auto& impl = *db_.impl_;
     impl.check_schema();
-    auto rows = impl.with_session([&](detail::session& s) { return s.job_list(job, limit); });
+    auto rows = impl.with_session([&](detail::session& s) { return s.job_list(job, exact, limit); });
     std::vector<job_record> out;
     out.reserve(rows.size());
     for (const auto& r : rows) out.push_back(to_record(r, {}, {}));
@@ -255,6 +267,14 @@ job_outcome job_runner::run_body(std::string_view job, std::string_view run_key,
         return s.fenced(key, token, [&](detail::ledger& l) {
             settled_meanwhile.reset();
             const auto row = l.read(job, run_key);
+            if (row && row->status == "running" && row->owner == held->owner()) {
+                // Our own claim: its COMMIT went through but its answer was
+                // lost (the connection died), and this is the retry. Owner
+                // ids are never reused, so no other attempt wrote this row.
+                attempt = row->attempts;
+                earlier_error = row->last_error;
+                return false;  // nothing to write
+            }
             if (row) {
                 if ((settled_meanwhile = settled(*row))) return false;
             }
@@ -365,9 +385,23 @@ job_outcome job_runner::run_body(std::string_view job, std::string_view run_key,
         }
     }
     if (!recorded.held) {
-        auto lost = lost_outcome(recorded.reason + (error.empty() ? std::string() : " (the job failed: " + error + ")"));
-        lost.executed = true;
-        return lost;
+        // A write whose COMMIT went through but whose answer was lost, and
+        // whose retry then found the lease gone (expired, taken over, broken
+        // by an operator), is recorded all the same: the ledger says so.
+        std::optional<detail::job_row> row;
+        try {
+            row = read();
+        } catch (const sqlock::error&) {
+        }
+        const bool ours = row && row->owner == w.owner && row->token == w.token && row->attempts == w.attempts &&
+                          row->status == w.status && row->finished_ms != 0;
+        if (!ours) {
+            auto lost =
+                lost_outcome(recorded.reason + (error.empty() ? std::string() : " (the job failed: " + error + ")"));
+            lost.executed = true;
+            return lost;
+        }
+        impl.log().warn("the outcome of run '{}' was recorded, though its lease is gone now: {}", key, recorded.reason);
     }
     try {
         held->release();

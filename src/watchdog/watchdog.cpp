@@ -4,36 +4,35 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 
 namespace sqlock::detail {
 namespace {
 
-std::chrono::steady_clock::time_point as_time_point(std::int64_t ns) {
-    return std::chrono::steady_clock::time_point(std::chrono::nanoseconds(ns));
-}
-
 void watchdog_main(std::shared_ptr<watchdog_core> core, std::weak_ptr<client_impl> weak) {
-    std::int64_t wake = steady_now_ns();
+    std::int64_t wake = lease_now_ns();
     for (;;) {
         std::vector<std::shared_ptr<grant>> leases;
         std::vector<std::shared_ptr<waiter>> waiters;
+        // Let go after the mutex: a last reference to a grant may be the last
+        // to the client, whose destruction stops this thread (taking the mutex).
+        std::vector<std::shared_ptr<grant>> dropped;
         {
             std::unique_lock lock(core->mu);
             core->wake_ns = wake;
-            core->cv.wait_until(lock, as_time_point(wake),
-                                [&] { return core->stopping || core->dirty; });
+            // Deadlines are on lease_clock (CLOCK_BOOTTIME); the wait is on
+            // steady_clock, so it is relative and at most a second: a suspend
+            // is noticed within a second of resuming.
+            const auto in = std::chrono::nanoseconds(std::clamp<std::int64_t>(wake - lease_now_ns(), 0, 1'000'000'000));
+            core->cv.wait_for(lock, in, [&] { return core->stopping || core->dirty; });
             if (core->stopping) return;
             core->dirty = false;
             auto& watched = core->leases;
             for (std::size_t i = 0; i < watched.size();) {
                 auto g = watched[i].lock();
-                bool drop = !g;
-                if (g) {
-                    std::lock_guard glock(g->mu);
-                    drop = g->released;
-                }
-                if (drop) {
+                if (!g || g->released.load()) {
+                    if (g) dropped.push_back(std::move(g));
                     watched[i] = std::move(watched.back());
                     watched.pop_back();
                 } else {
@@ -60,8 +59,9 @@ void watchdog_main(std::shared_ptr<watchdog_core> core, std::weak_ptr<client_imp
             wake = client->background_round(leases, waiters);
         } catch (const std::exception& e) {
             client->log().error("watchdog round failed: {}", e.what());
-            wake = steady_now_ns() + 100'000'000;
+            wake = lease_now_ns() + 100'000'000;
         }
+        dropped.clear();
         leases.clear();
         waiters.clear();
         client.reset();  // may destroy the client here; it then asks us to stop

@@ -1,8 +1,9 @@
 // MySQL / MariaDB dialect on Connector/C++ 1.1 (the legacy cppconn API).
 // MySQL has no data-modifying CTEs and no UPDATE ... RETURNING, so a lease
-// grant is a short transaction: lock the key's row without waiting, write the
-// lease, bump the fence, read the token, commit.
+// grant is a stored procedure (migrations/mysql/0004_grant_procedure.sql):
+// one CALL runs the whole transaction inside the server.
 
+#include "core/fault.hpp"
 #include "core/sql_library.hpp"
 #include "core/url.hpp"
 #include "dialects/dialect.hpp"
@@ -20,6 +21,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 
 namespace sqlock::detail {
 namespace {
@@ -32,6 +34,9 @@ constexpr int er_lock_wait_timeout = 1205;  // also FOR UPDATE NOWAIT on MariaDB
 constexpr int er_lock_deadlock = 1213;
 constexpr int er_no_such_table = 1146;
 constexpr int er_statement_timeout = 1969;  // max_statement_time exceeded
+
+// How long migrate() waits for a concurrent migrate() to finish.
+constexpr std::chrono::seconds migrate_wait{120};
 
 bool is_connection_error(int code) {
     switch (code) {
@@ -93,109 +98,100 @@ public:
             setup.execute();
             exec(ctx_.sql->get("session_isolation"));
         } catch (const sql::SQLException& e) {
-            throw connection_error("cannot connect to MySQL at " + ctx_.redacted_url + ": " + e.what() +
-                                   " (error " + std::to_string(e.getErrorCode()) + ")");
+            throw connection_error("cannot connect to MySQL at " + ctx_.redacted_url + ": " +
+                                   scrub(e.what(), ctx_.secrets) + " (error " + std::to_string(e.getErrorCode()) + ")");
         }
     }
 
     grant_result grant(const grant_request& r) override {
         return guarded("grant", [&]() -> grant_result {
-            exec("START TRANSACTION");
-            in_tx_ = true;
-            grant_result out;
+            auto& call = prepared("grant");
+            bind(call, r.key, r.owner, std::string_view(to_string(r.mode)), r.lease_ms, r.holder, r.note, r.ticket,
+                 r.priority);
+            count();
             try {
-                auto& lock = prepared("grant_lock");
-                lock.setString(1, std::string(r.owner));
-                lock.setString(2, std::string(r.key));
-                lock.setInt64(3, r.priority);
-                lock.setInt64(4, r.priority);
-                lock.setInt64(5, r.ticket);
-                lock.setString(6, std::string(r.key));
-                count();
-                std::unique_ptr<sql::ResultSet> rs(lock.executeQuery());
-                rs->next();  // always one row (a LEFT JOIN from a one-row table)
-                const bool present = rs->getBoolean(1);
-                const bool ahead = rs->getBoolean(4);
-                if (ahead || (present && !rs->getBoolean(2))) {
-                    if (r.want_remaining && present && !rs->isNull(3)) out.remaining_ms = rs->getInt64(3);
-                    rollback();
-                    return out;
+                std::unique_ptr<sql::ResultSet> rs(call.executeQuery());
+                grant_result out;
+                if (rs->next()) {
+                    if (!rs->isNull(1)) out.token = rs->getInt64(1);
+                    else if (r.want_remaining && !rs->isNull(2)) out.remaining_ms = rs->getInt64(2);
                 }
-                if (present) {
-                    auto& update = prepared("grant_update");
-                    update.setString(1, std::string(r.owner));
-                    update.setString(2, to_string(r.mode));
-                    update.setInt64(3, r.lease_ms);
-                    update.setString(4, std::string(r.holder));
-                    update.setString(5, std::string(r.note));
-                    update.setString(6, std::string(r.key));
-                    count();
-                    update.executeUpdate();
-                } else {
-                    auto& insert = prepared("grant_insert");
-                    insert.setString(1, std::string(r.key));
-                    insert.setString(2, std::string(r.owner));
-                    insert.setString(3, to_string(r.mode));
-                    insert.setInt64(4, r.lease_ms);
-                    insert.setString(5, std::string(r.holder));
-                    insert.setString(6, std::string(r.note));
-                    count();
-                    insert.executeUpdate();
-                }
-                out.token = bump(r.key, "bump_token");
-                if (r.ticket != no_ticket) dequeue_now(r.ticket);  // a granted waiter leaves the queue
-                exec("COMMIT");
-                in_tx_ = false;
+                rs.reset();
+                drain(call);
                 return out;
             } catch (const sql::SQLException& e) {
-                // A grant blocks only on the key's rows; when the statement
-                // time limit ends that wait before the lock wait does, it is
-                // contention all the same.
+                // The procedure rolled back. A grant blocks only on the key's
+                // rows; when the statement time limit ends that wait before
+                // the lock wait does, it is contention all the same.
                 if (is_contention(e.getErrorCode()) || e.getErrorCode() == er_dup_entry ||
-                    e.getErrorCode() == er_statement_timeout) {
-                    rollback();
+                    e.getErrorCode() == er_statement_timeout)
                     return grant_result{};
-                }
                 throw;
             }
         });
     }
 
     bool release(std::string_view key, std::string_view owner, sqlock::mode m) override {
-        return owner_checked("release", [&] {
+        // A lock wait that times out means a select_for_update holder has the
+        // row, which it locks only when no lease is live on it: the lease is
+        // not ours any more.
+        return guarded("release", [&] {
             auto& ps = prepared(m == mode::unique_insert ? "release_delete" : "release_clear");
-            ps.setString(1, std::string(key));
-            ps.setString(2, std::string(owner));
-            return &ps;
+            bind(ps, key, owner);
+            count();
+            try {
+                return ps.executeUpdate() == 1;
+            } catch (const sql::SQLException& e) {
+                if (e.getErrorCode() == er_lock_wait_timeout) return false;
+                throw;
+            }
         });
     }
 
-    bool renew(std::string_view key, std::string_view owner, std::int64_t lease_ms) override {
-        return owner_checked("renew", [&] {
-            auto& ps = prepared("renew");
-            ps.setInt64(1, lease_ms);
-            ps.setString(2, std::string(key));
-            ps.setString(3, std::string(owner));
-            return &ps;
+    renew_result renew(std::string_view key, std::string_view owner, std::int64_t lease_ms, bool wait) override {
+        return guarded("renew", [&] {
+            auto& ps = prepared(wait ? "renew" : "renew_nowait");
+            bind(ps, lease_ms, key, owner);
+            count();
+            try {
+                return ps.executeUpdate() == 1 ? renew_result::renewed : renew_result::not_held;
+            } catch (const sql::SQLException& e) {
+                if (e.getErrorCode() == er_lock_wait_timeout) return renew_result::row_locked;
+                throw;
+            }
         });
     }
+
+    // Connector/C++ 1.1 sets its read and write timeouts (statement timeout
+    // + 1 s) at connect and cannot change them on an open connection.
+    void bound_waits(std::chrono::milliseconds) override {}
 
     std::vector<bool> renew_batch(const std::vector<renewal>& batch) override {
         return guarded("renew_batch", [&] {
             std::vector<bool> out(batch.size(), true);
-            auto& ps = generated("renew_batch", "/*ROWS*/", batch.size(),
-                                 "SELECT ? AS k, ? AS o, ? AS ms", "SELECT ?, ?, ?", " UNION ALL ");
-            int i = 1;
+            auto& ps = generated("renew_batch", batch.size(),
+                                 {{"/*KEYS*/", "?", ", "}, {"/*MS*/", "?", ", "}, {"/*PAIRS*/", "(?, ?)", ", "}});
+            unsigned i = 1;
+            for (const auto& r : batch) ps.setString(i++, std::string(r.key));
+            for (const auto& r : batch) ps.setInt64(i++, r.lease_ms);
             for (const auto& r : batch) {
                 ps.setString(i++, std::string(r.key));
                 ps.setString(i++, std::string(r.owner));
-                ps.setInt64(i++, r.lease_ms);
             }
             count();
-            const auto renewed = static_cast<std::size_t>(ps.executeUpdate());
+            std::size_t renewed;
+            try {
+                renewed = static_cast<std::size_t>(ps.executeUpdate());
+            } catch (const sql::SQLException& e) {
+                // A row another transaction kept locked past the lock wait
+                // failed the statement (an UPDATE cannot SKIP LOCKED here):
+                // nothing was renewed; the caller renews each lease alone.
+                if (e.getErrorCode() != er_lock_wait_timeout) throw;
+                return std::vector<bool>(batch.size(), false);
+            }
             if (renewed == batch.size()) return out;
             // Some were not renewed: ask which owners still hold a live lease.
-            auto& check = generated("renewed_owners", "/*OWNERS*/", batch.size(), "?", "?", ", ");
+            auto& check = generated("renewed_owners", batch.size(), {{"/*OWNERS*/", "?", ", "}});
             i = 1;
             for (const auto& r : batch) check.setString(i++, std::string(r.owner));
             count();
@@ -231,16 +227,15 @@ public:
     std::vector<bool> beat_waiters(const std::vector<heartbeat>& batch) override {
         return guarded("beat_waiters", [&] {
             std::vector<bool> out(batch.size(), true);
-            auto& ps = generated("beat_waiters", "/*ROWS*/", batch.size(), "SELECT ? AS t, ? AS ms", "SELECT ?, ?",
-                                 " UNION ALL ");
-            int i = 1;
-            for (const auto& h : batch) {
-                ps.setInt64(i++, h.ticket);
-                ps.setInt64(i++, h.lease_ms);
-            }
+            auto& ps = generated("beat_waiters", batch.size(),
+                                 {{"/*FIELD*/", "?", ", "}, {"/*MS*/", "?", ", "}, {"/*TICKETS*/", "?", ", "}});
+            unsigned i = 1;
+            for (const auto& h : batch) ps.setInt64(i++, h.ticket);
+            for (const auto& h : batch) ps.setInt64(i++, h.lease_ms);
+            for (const auto& h : batch) ps.setInt64(i++, h.ticket);
             count();
             if (static_cast<std::size_t>(ps.executeUpdate()) == batch.size()) return out;
-            auto& check = generated("live_waiters", "/*TICKETS*/", batch.size(), "?", "?", ", ");
+            auto& check = generated("live_waiters", batch.size(), {{"/*TICKETS*/", "?", ", "}});
             i = 1;
             for (const auto& h : batch) check.setInt64(i++, h.ticket);
             count();
@@ -275,7 +270,7 @@ public:
             }
             std::size_t deleted = 0;
             if (!keys.empty()) {
-                auto& del = generated("sweep_delete", "/*KEYS*/", keys.size(), "?", "?", ", ");
+                auto& del = generated("sweep_delete", keys.size(), {{"/*KEYS*/", "?", ", "}});
                 for (std::size_t i = 0; i < keys.size(); ++i) del.setString(static_cast<unsigned>(i + 1), keys[i]);
                 count();
                 deleted = static_cast<std::size_t>(del.executeUpdate());
@@ -300,29 +295,25 @@ public:
             exec("START TRANSACTION");
             in_tx_ = true;
             try {
-                auto& ps = prepared("lock_row");
-                ps.setString(1, std::string(key));
-                ps.setInt64(2, priority);
-                ps.setInt64(3, priority);
-                ps.setInt64(4, ticket);
-                ps.setString(5, std::string(key));
+                auto& lock = prepared("lock_row");
+                bind(lock, key, key, priority, priority, ticket);
                 count();
-                std::unique_ptr<sql::ResultSet> rs(ps.executeQuery());
-                if (!rs->next()) {
-                    rollback();
-                    return row_lock::missing;
-                }
-                if (!rs->getBoolean(1)) {
-                    if (remaining_ms && !rs->isNull(2)) *remaining_ms = rs->getInt64(2);
-                    rollback();
-                    return row_lock::busy;
-                }
-                return row_lock::locked;
+                if (lock.executeUpdate() == 1) return row_lock::locked;
             } catch (const sql::SQLException& e) {
                 if (!is_contention(e.getErrorCode())) throw;
                 rollback();
                 return row_lock::busy;
             }
+            auto& state = prepared("lock_row_state");
+            bind(state, key);
+            count();
+            std::unique_ptr<sql::ResultSet> rs(state.executeQuery());
+            rs->next();  // always one row
+            const bool present = rs->getBoolean(1);
+            if (present && remaining_ms && !rs->isNull(2)) *remaining_ms = rs->getInt64(2);
+            rs.reset();
+            rollback();
+            return present ? row_lock::busy : row_lock::missing;
         });
     }
 
@@ -341,8 +332,16 @@ public:
         });
     }
 
-    std::int64_t bump_token(std::string_view key) override {
-        return guarded("bump_token", [&] { return bump(key, "bump_row_lock_token"); });
+    std::optional<std::int64_t> bump_token(std::string_view key) override {
+        return guarded("bump_token", [&]() -> std::optional<std::int64_t> {
+            try {
+                return bump(key, "bump_row_lock_token");
+            } catch (const sql::SQLException& e) {
+                // An earlier holder's fenced transaction share-locks the fence row.
+                if (e.getErrorCode() == er_lock_wait_timeout) return std::nullopt;
+                throw;
+            }
+        });
     }
 
     std::int64_t fence_token(std::string_view key) override {
@@ -468,12 +467,22 @@ public:
             // DDL commits implicitly in MySQL, so a transaction cannot make an
             // upgrade atomic; a named lock serialises migrators and every
             // statement is written to be safe to run again.
-            auto& lock = prepared("migrate_lock");
-            lock.setInt(1, 120);
-            count();
-            std::unique_ptr<sql::ResultSet> rs(lock.executeQuery());
-            if (!rs->next() || rs->getInt(1) != 1)
-                throw db_error(dialect_name, "", "timed out waiting for another process's migrate()");
+            // GET_LOCK(name, 0) in a loop rather than one long GET_LOCK: a
+            // statement may not outlast max_statement_time nor the client's
+            // read timeout (both from statement_timeout), and migrations on
+            // a slow server can take longer than either.
+            const auto give_up = std::chrono::steady_clock::now() + migrate_wait;
+            for (;;) {
+                auto& lock = prepared("migrate_lock");
+                count();
+                std::unique_ptr<sql::ResultSet> rs(lock.executeQuery());
+                if (rs->next() && rs->getInt(1) == 1) break;
+                if (std::chrono::steady_clock::now() >= give_up)
+                    throw db_error(dialect_name, "",
+                                   "waited 2 minutes for another process's migrate() (the named lock '" +
+                                       ctx_.sql->prefix() + "migrate') to finish; try again");
+                std::this_thread::sleep_for(std::chrono::milliseconds(100));
+            }
             try {
                 int current = 0;
                 try {
@@ -525,6 +534,7 @@ public:
             if (commit) {
                 exec("COMMIT");
                 in_tx_ = false;
+                fault(fault_point::fenced_commit_done);
             } else {
                 rollback();
             }
@@ -544,12 +554,10 @@ public:
         });
     }
 
-    std::vector<job_row> job_list(std::string_view job, std::size_t limit) override {
+    std::vector<job_row> job_list(std::string_view job, bool exact, std::size_t limit) override {
         return guarded("listing the job ledger", [&] {
             auto& ps = prepared("job_list");
-            ps.setString(1, std::string(job));
-            ps.setString(2, std::string(job));
-            ps.setInt64(3, static_cast<std::int64_t>(limit));
+            bind(ps, exact, job, job, job, static_cast<std::int64_t>(limit));
             count();
             std::unique_ptr<sql::ResultSet> rs(ps.executeQuery());
             std::vector<job_row> out;
@@ -640,6 +648,23 @@ private:
         my_session& s_;
     };
 
+    // Binds the arguments to placeholders 1, 2, ... in order.
+    template <class... Args>
+    static void bind(sql::PreparedStatement& ps, const Args&... args) {
+        unsigned i = 1;
+        (bind_one(ps, i++, args), ...);
+    }
+    static void bind_one(sql::PreparedStatement& ps, unsigned i, std::string_view v) { ps.setString(i, std::string(v)); }
+    static void bind_one(sql::PreparedStatement& ps, unsigned i, std::int64_t v) { ps.setInt64(i, v); }
+    static void bind_one(sql::PreparedStatement& ps, unsigned i, int v) { ps.setInt(i, v); }
+    static void bind_one(sql::PreparedStatement& ps, unsigned i, bool v) { ps.setBoolean(i, v); }
+
+    // A CALL answers with its result set and then a status: read past them,
+    // or the connection is out of sync for the next statement.
+    static void drain(sql::PreparedStatement& ps) {
+        while (ps.getMoreResults()) std::unique_ptr<sql::ResultSet> more(ps.getResultSet());
+    }
+
     static int seconds_up(std::chrono::milliseconds ms) {
         auto s = static_cast<int>((ms.count() + 999) / 1000);
         return s < 1 ? 1 : s;
@@ -689,7 +714,7 @@ private:
         return rs->next() ? rs->getInt64(1) : 0;
     }
 
-    // statement: bump_token for a lease grant, bump_row_lock_token for select_for_update.
+    // statement: bump_row_lock_token (select_for_update).
     std::int64_t bump(std::string_view key, const char* statement) {
         auto& ps = prepared(statement);
         ps.setString(1, std::string(key));
@@ -699,29 +724,17 @@ private:
         return rs->getInt64(1);
     }
 
-    // Runs an owner-checked UPDATE/DELETE; true when it matched our row. A
-    // lock wait that times out means a select_for_update holder has the row,
-    // which it could only lock once no lease held it: the lease is not ours.
-    template <class F>
-    bool owner_checked(const char* what, F&& bind) {
-        return guarded(what, [&] {
-            sql::PreparedStatement* ps = bind();
-            count();
-            try {
-                return ps->executeUpdate() == 1;
-            } catch (const sql::SQLException& e) {
-                if (e.getErrorCode() == er_lock_wait_timeout) return false;
-                throw;
-            }
-        });
-    }
+    // A marker in a statement's text, replaced by `group` repeated n times
+    // with `separator` between the copies. Only placeholders are
+    // generated, never values.
+    struct repeat {
+        const char* marker;
+        const char* group;
+        const char* separator;
+    };
 
-    // A statement whose text repeats a placeholder group n times: the
-    // statement's marker becomes first + (n - 1) x (separator + rest). Only
-    // placeholders are generated, never values. Cached per (name, n).
-    sql::PreparedStatement& generated(const std::string& name, const std::string& marker, std::size_t n,
-                                      const std::string& first, const std::string& rest,
-                                      const std::string& separator) {
+    // The statement with each marker expanded for n rows. Cached per (name, n).
+    sql::PreparedStatement& generated(const std::string& name, std::size_t n, std::initializer_list<repeat> markers) {
         const std::string cache_key = name + "#" + std::to_string(n);
         auto it = prepared_.find(cache_key);
         if (it == prepared_.end()) {
@@ -732,10 +745,12 @@ private:
                     g = g->first.find('#') != std::string::npos ? prepared_.erase(g) : std::next(g);
                 generated_count_ = 1;
             }
-            std::string group = first;
-            for (std::size_t i = 1; i < n; ++i) group += separator + rest;
             std::string sql = ctx_.sql->get(name);
-            sql.replace(sql.rfind(marker), marker.size(), group);
+            for (const auto& m : markers) {
+                std::string expanded = m.group;
+                for (std::size_t i = 1; i < n; ++i) expanded += std::string(m.separator) + m.group;
+                sql.replace(sql.rfind(m.marker), std::string_view(m.marker).size(), expanded);
+            }
             it = prepared_.emplace(cache_key, std::unique_ptr<sql::PreparedStatement>(conn_->prepareStatement(sql)))
                      .first;
         }

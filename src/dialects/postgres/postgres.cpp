@@ -2,6 +2,7 @@
 // data-modifying CTE); select_for_update holds a pqxx::work open on a
 // dedicated connection.
 
+#include "core/fault.hpp"
 #include "core/sql_library.hpp"
 #include "core/url.hpp"
 #include "dialects/dialect.hpp"
@@ -9,6 +10,10 @@
 #include <sqlock/errors.hpp>
 
 #include <pqxx/pqxx>
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 
 #include <chrono>
 
@@ -29,7 +34,8 @@ bool is_connection_state(const std::string& sqlstate) {
 
 class pg_session final : public session {
 public:
-    pg_session(const std::string& conninfo, const dialect_context& ctx) : ctx_(ctx) {
+    pg_session(const std::string& conninfo, const dialect_context& ctx, unsigned default_user_timeout_ms)
+        : ctx_(ctx), default_user_timeout_ms_(default_user_timeout_ms) {
         try {
             conn_.emplace(conninfo);
             pqxx::nontransaction tx(*conn_);
@@ -38,7 +44,8 @@ public:
                            std::to_string(ctx_.options.statement_timeout.count()),
                            ctx_.options.durability == durability::relaxed);
         } catch (const pqxx::broken_connection& e) {
-            throw connection_error("cannot connect to PostgreSQL at " + ctx_.redacted_url + ": " + trim(e.what()));
+            throw connection_error("cannot connect to PostgreSQL at " + ctx_.redacted_url + ": " +
+                                   scrub(trim(e.what()), ctx_.secrets));
         } catch (const pqxx::sql_error& e) {
             translate(e, "setting up the session");
         }
@@ -66,7 +73,9 @@ public:
     }
 
     bool release(std::string_view key, std::string_view owner, sqlock::mode m) override {
-        // A row lock that outlasts lock_timeout: see owner_checked().
+        // A row lock that outlasts lock_timeout belongs to a select_for_update
+        // holder, which locks a row only when no lease is live on it: so the
+        // lease is not ours any more.
         return guarded("release", [&] {
             pqxx::nontransaction tx(*conn_);
             count();
@@ -122,10 +131,31 @@ public:
         });
     }
 
-    bool renew(std::string_view key, std::string_view owner, std::int64_t lease_ms) override {
-        return owner_checked("renew", [&](pqxx::nontransaction& tx) {
-            return tx.exec_prepared(prepared("renew"), std::string(key), std::string(owner), lease_ms);
+    renew_result renew(std::string_view key, std::string_view owner, std::int64_t lease_ms, bool wait) override {
+        return guarded("renew", [&] {
+            pqxx::nontransaction tx(*conn_);
+            count();
+            try {
+                return tx.exec_prepared(prepared(wait ? "renew" : "renew_nowait"), std::string(key), std::string(owner),
+                                        lease_ms)
+                               .affected_rows() == 1
+                           ? renew_result::renewed
+                           : renew_result::not_held;
+            } catch (const pqxx::sql_error& e) {
+                if (e.sqlstate() == "55P03") return renew_result::row_locked;
+                throw;
+            }
         });
+    }
+
+    void bound_waits(std::chrono::milliseconds bound) override {
+        // TCP_USER_TIMEOUT: how long sent data may stay unacknowledged (a
+        // partition) before the kernel drops the connection; keepalive probes
+        // (set at connect) turn a silent peer into unacknowledged data.
+        // libpq has no read timeout of its own.
+        const unsigned ms = static_cast<unsigned>(bound.count() > 0 ? bound.count() : default_user_timeout_ms_);
+        const int fd = conn_->sock();
+        if (fd >= 0) ::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof ms);
     }
 
     std::vector<bool> renew_batch(const std::vector<renewal>& batch) override {
@@ -170,12 +200,12 @@ public:
                 if (e.sqlstate() == "55P03") return row_lock::busy;
                 throw;
             }
-            if (res.empty()) {
+            if (!res[0][0].as<bool>()) {
                 held_.reset();
                 return row_lock::missing;
             }
-            if (!res[0][0].as<bool>()) {
-                if (remaining_ms && !res[0][1].is_null()) *remaining_ms = res[0][1].as<std::int64_t>();
+            if (!res[0][1].as<bool>()) {
+                if (remaining_ms && !res[0][2].is_null()) *remaining_ms = res[0][2].as<std::int64_t>();
                 held_.reset();
                 return row_lock::busy;
             }
@@ -200,11 +230,17 @@ public:
         });
     }
 
-    std::int64_t bump_token(std::string_view key) override {
-        return guarded("bump_token", [&] {
+    std::optional<std::int64_t> bump_token(std::string_view key) override {
+        return guarded("bump_token", [&]() -> std::optional<std::int64_t> {
             pqxx::nontransaction tx(*conn_);
             count();
-            return tx.exec_prepared1(prepared("bump_token"), std::string(key))[0].as<std::int64_t>();
+            try {
+                return tx.exec_prepared1(prepared("bump_token"), std::string(key))[0].as<std::int64_t>();
+            } catch (const pqxx::sql_error& e) {
+                // lock_timeout: an earlier holder's fenced transaction share-locks the fence row.
+                if (e.sqlstate() == "55P03") return std::nullopt;
+                throw;
+            }
         });
     }
 
@@ -332,6 +368,7 @@ public:
             if (body(l)) {
                 count();
                 tx.commit();
+                fault(fault_point::fenced_commit_done);
             }
             return {true, ""};
         });
@@ -345,13 +382,13 @@ public:
         });
     }
 
-    std::vector<job_row> job_list(std::string_view job, std::size_t limit) override {
+    std::vector<job_row> job_list(std::string_view job, bool exact, std::size_t limit) override {
         return guarded("listing the job ledger", [&] {
             pqxx::nontransaction tx(*conn_);
             count();
             std::vector<job_row> out;
             for (const auto& row : tx.exec_prepared(prepared("job_list"), std::string(job),
-                                                    static_cast<std::int64_t>(limit)))
+                                                    static_cast<std::int64_t>(limit), exact))
                 out.push_back(to_job_row(row));
             return out;
         });
@@ -444,24 +481,6 @@ private:
         return name;
     }
 
-    // Runs an owner-checked UPDATE/DELETE; true when it matched our row.
-    // A row lock that outlasts lock_timeout belongs to a select_for_update
-    // holder, which can only have locked the row once no lease held it: so
-    // the lease is not ours any more.
-    template <class F>
-    bool owner_checked(const char* what, F&& statement) {
-        return guarded(what, [&] {
-            pqxx::nontransaction tx(*conn_);
-            count();
-            try {
-                return statement(tx).affected_rows() == 1;
-            } catch (const pqxx::sql_error& e) {
-                if (e.sqlstate() == "55P03") return false;
-                throw;
-            }
-        });
-    }
-
     [[noreturn]] void translate(const pqxx::sql_error& e, const char* what) {
         const std::string state = e.sqlstate();
         const std::string msg = trim(e.what());
@@ -497,18 +516,20 @@ private:
     std::optional<pqxx::work> held_;  // select_for_update's open transaction
     std::set<std::string> prepared_;
     std::int64_t pinned_for_ms_ = 0;  // idle_in_transaction_session_timeout in force
+    unsigned default_user_timeout_ms_;  // tcp_user_timeout from the conninfo
 };
 
 // One connection that LISTENs on the client's channel. pqxx delivers a
 // notification to the receiver from inside await_notification().
 class pg_notifier final : public notifier {
 public:
-    pg_notifier(const std::string& conninfo, const std::string& channel, const std::string& redacted_url) {
+    pg_notifier(const std::string& conninfo, const std::string& channel, const dialect_context& ctx) {
         try {
             conn_.emplace(conninfo);
             receiver_.emplace(*conn_, channel, woken_);
         } catch (const pqxx::broken_connection& e) {
-            throw connection_error("cannot connect the PostgreSQL listener at " + redacted_url + ": " + e.what());
+            throw connection_error("cannot connect the PostgreSQL listener at " + ctx.redacted_url + ": " +
+                                   scrub(e.what(), ctx.secrets));
         } catch (const pqxx::failure& e) {
             throw connection_error(std::string("cannot LISTEN for wake-ups: ") + e.what());
         }
@@ -551,7 +572,11 @@ class pg_dialect final : public dialect {
 public:
     pg_dialect(const url_parts& url, const dialect_context& ctx) : ctx_(ctx) {
         // Hand libpq the URL as given, adding bounds on connecting and on a
-        // silent network unless the URL sets them itself.
+        // silent network unless the URL sets them itself: keepalive probes
+        // from the first idle second, and a connection whose data (probes
+        // included) stays unacknowledged for the statement timeout is
+        // dropped. A frozen server still acknowledges (its kernel answers);
+        // the deadline timer, not these bounds, keeps loss signals on time.
         conninfo_ = url.raw;
         auto add = [&](const std::string& key, const std::string& value) {
             if (conninfo_.find(key + "=") != std::string::npos) return;
@@ -559,19 +584,27 @@ public:
         };
         auto seconds = ctx.options.connect_timeout.count() / 1000;
         add("connect_timeout", std::to_string(seconds < 1 ? 1 : seconds));
-        add("tcp_user_timeout", std::to_string(ctx.options.statement_timeout.count()));
+        user_timeout_ms_ = static_cast<unsigned>(ctx.options.statement_timeout.count());
+        add("tcp_user_timeout", std::to_string(user_timeout_ms_));
+        add("keepalives", "1");
+        add("keepalives_idle", "1");
+        add("keepalives_interval", "1");
+        add("keepalives_count", "3");
         add("application_name", "sqlock");
     }
     std::string_view name() const override { return dialect_name; }
     bool supports_row_locks() const override { return true; }
     bool supports_notify() const override { return true; }
-    std::unique_ptr<session> connect() override { return std::make_unique<pg_session>(conninfo_, ctx_); }
+    std::unique_ptr<session> connect() override {
+        return std::make_unique<pg_session>(conninfo_, ctx_, user_timeout_ms_);
+    }
     std::unique_ptr<notifier> listen(const std::string& channel) override {
-        return std::make_unique<pg_notifier>(conninfo_, channel, ctx_.redacted_url);
+        return std::make_unique<pg_notifier>(conninfo_, channel, ctx_);
     }
 
 private:
     std::string conninfo_;
+    unsigned user_timeout_ms_ = 0;
     const dialect_context& ctx_;
 };
 

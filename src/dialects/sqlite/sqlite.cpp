@@ -2,6 +2,7 @@
 // grant is a single statement; WAL lets readers run beside it.
 
 #include "core/client_impl.hpp"
+#include "core/fault.hpp"
 #include "core/sql_library.hpp"
 #include "core/url.hpp"
 #include "dialects/dialect.hpp"
@@ -185,28 +186,46 @@ public:
 
     grant_result grant_once(const grant_request& r) {
         grant_result out;
-        {
-            auto q = prepare("grant");
-            q.bind(1, r.key).bind(2, r.owner).bind(3, std::string_view(to_string(r.mode)));
-            q.bind(4, r.lease_ms).bind(5, r.holder).bind(6, r.note).bind(7, r.ticket).bind(8, r.priority);
-            // Drain only after a row: stepping a statement that already
-            // returned SQLITE_DONE resets and runs it again, which would grant
-            // the key a second time and drop the token.
-            if (q.step()) {
-                out.token = q.integer(0);
-                while (q.step()) {
+        if (r.ticket == no_ticket) {
+            out.token = grant_statement(r);
+        } else {
+            // A queued waiter's grant and its leaving the queue commit
+            // together: SQLite has no statement that does both, and a grant
+            // that committed alone could not be undone if the second
+            // statement then failed (busy), leaving the key held by an owner
+            // nobody knows. Once BEGIN IMMEDIATE has the write lock (a busy
+            // one is contention, with nothing done), no statement inside
+            // can be busy.
+            write_transaction([&] {
+                out.token = grant_statement(r);
+                if (out.token) {
+                    fault(fault_point::sqlite_grant_written);
+                    dequeue(r.ticket);
                 }
-            }
+                return true;
+            });
         }
-        // A granted waiter leaves the queue. A crash between the two
-        // statements leaves a row that expires unheartbeated.
-        if (out.token && r.ticket != no_ticket) dequeue(r.ticket);
         if (!out.token && r.want_remaining) {
             auto q = prepare("remaining");
             q.bind(1, r.key);
             if (q.step() && !q.null(0)) out.remaining_ms = q.integer(0);
         }
         return out;
+    }
+
+    // The grant statement; the token when it granted.
+    std::optional<std::int64_t> grant_statement(const grant_request& r) {
+        auto q = prepare("grant");
+        q.bind(1, r.key).bind(2, r.owner).bind(3, std::string_view(to_string(r.mode)));
+        q.bind(4, r.lease_ms).bind(5, r.holder).bind(6, r.note).bind(7, r.ticket).bind(8, r.priority);
+        // Drain only after a row: stepping a statement that already
+        // returned SQLITE_DONE resets and runs it again, which would grant
+        // the key a second time and drop the token.
+        if (!q.step()) return std::nullopt;
+        const std::int64_t token = q.integer(0);
+        while (q.step()) {
+        }
+        return token;
     }
 
     bool release(std::string_view key, std::string_view owner, sqlock::mode m) override {
@@ -216,11 +235,17 @@ public:
         return q.changes() == 1;
     }
 
-    bool renew(std::string_view key, std::string_view owner, std::int64_t lease_ms) override {
+    renew_result renew(std::string_view key, std::string_view owner, std::int64_t lease_ms, bool) override {
         auto q = prepare("renew");
         q.bind(1, key).bind(2, owner).bind(3, lease_ms);
         q.run();
-        return q.changes() == 1;
+        return q.changes() == 1 ? renew_result::renewed : renew_result::not_held;
+    }
+
+    void bound_waits(std::chrono::milliseconds bound) override {
+        // The busy handler is SQLite's only wait: for another process's write lock.
+        sqlite3_busy_timeout(db_, static_cast<int>(bound.count() > 0 ? bound.count()
+                                                                      : ctx_.options.statement_timeout.count()));
     }
 
     std::vector<bool> renew_batch(const std::vector<renewal>& batch) override {
@@ -281,7 +306,7 @@ public:
     }
     void end_row_lock() override { no_row_locks(); }
     void ensure_row(std::string_view) override { no_row_locks(); }
-    std::int64_t bump_token(std::string_view) override { no_row_locks(); }
+    std::optional<std::int64_t> bump_token(std::string_view) override { no_row_locks(); }
 
     std::int64_t fence_token(std::string_view) override { no_row_locks(); }
 
@@ -310,13 +335,12 @@ public:
     }
 
     std::optional<std::int64_t> force_release(std::string_view key) override {
-        exec("BEGIN IMMEDIATE");
-        try {
-            std::optional<std::int64_t> token;
+        std::optional<std::int64_t> token;
+        write_transaction([&] {
             {
                 auto q = prepare("force_bump");
                 q.bind(1, key);
-                // Drain only after a row (see grant_once).
+                // Drain only after a row (see grant_statement).
                 if (q.step()) {
                     token = q.integer(0);
                     q.run();
@@ -327,12 +351,9 @@ public:
                 q.bind(1, key);
                 q.run();
             }
-            exec("COMMIT");
-            return token;
-        } catch (...) {
-            sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-            throw;
-        }
+            return true;
+        });
+        return token;
     }
 
     lock_info inspect(std::string_view key) override {
@@ -366,33 +387,19 @@ public:
     void migrate() override {
         // BEGIN IMMEDIATE takes the write lock first, so concurrent migrators
         // queue behind one another and each sees the version the last one left.
-        std::unique_lock turn(*writers_);
-        exec("BEGIN IMMEDIATE");
-        try {
-            int current = schema_version();
+        write_transaction([&] {
+            const int current = schema_version();
             for (const auto& m : ctx_.sql->migrations())
                 if (m.version > current) exec(m.text);
-            exec("COMMIT");
-        } catch (...) {
-            sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-            throw;
-        }
+            return true;
+        });
         cache_clear();
     }
 
     fence_result fenced(std::string_view key, std::int64_t token,
                         const std::function<bool(ledger&)>& body) override {
-        // One turn at the write lock for the whole transaction: the
-        // statements inside must not queue for it again.
-        std::unique_lock turn(*writers_);
-        in_write_tx_ = true;
-        struct leave {
-            bool& flag;
-            ~leave() { flag = false; }
-        } leave_tx{in_write_tx_};
-        exec("BEGIN IMMEDIATE");
-        try {
-            fence_result verdict;
+        fence_result verdict;
+        const bool committed = write_transaction([&] {
             {
                 auto q = prepare("fence");
                 q.bind(1, key);
@@ -403,16 +410,10 @@ public:
             }
             verdict.held = verdict.reason.empty();
             sqlite_ledger l(*this);
-            if (verdict.held && body(l)) {
-                exec("COMMIT");
-            } else {
-                exec("ROLLBACK");
-            }
-            return verdict;
-        } catch (...) {
-            sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-            throw;
-        }
+            return verdict.held && body(l);
+        });
+        if (committed) fault(fault_point::fenced_commit_done);
+        return verdict;
     }
 
     job_row job_read(std::string_view job, std::string_view run_key) override {
@@ -422,9 +423,9 @@ public:
         return to_job_row(q);
     }
 
-    std::vector<job_row> job_list(std::string_view job, std::size_t limit) override {
+    std::vector<job_row> job_list(std::string_view job, bool exact, std::size_t limit) override {
         auto q = prepare("job_list");
-        q.bind(1, job).bind(2, static_cast<std::int64_t>(limit));
+        q.bind(1, job).bind(2, static_cast<std::int64_t>(limit)).bind(3, std::int64_t{exact});
         std::vector<job_row> out;
         while (q.step()) out.push_back(to_job_row(q));
         return out;
@@ -482,6 +483,31 @@ private:
     private:
         sqlite_session& s_;
     };
+
+    // Runs body in a BEGIN IMMEDIATE transaction: committed when it returns
+    // true, rolled back when it returns false or throws. Returns whether it
+    // committed. The process's write turn is taken first, for the whole
+    // transaction, so that the statements inside do not queue for it again
+    // and no other thread of this process waits, holding the turn, for the
+    // write lock this transaction holds.
+    template <class F>
+    bool write_transaction(F&& body) {
+        std::unique_lock turn(*writers_);
+        in_write_tx_ = true;
+        struct leave {
+            bool& flag;
+            ~leave() { flag = false; }
+        } leave_tx{in_write_tx_};
+        exec("BEGIN IMMEDIATE");
+        try {
+            const bool commit = body();
+            exec(commit ? "COMMIT" : "ROLLBACK");
+            return commit;
+        } catch (...) {
+            sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+            throw;
+        }
+    }
 
     [[noreturn]] static void no_row_locks() {
         throw config_error("select_for_update is not available on SQLite");

@@ -1,0 +1,25 @@
+#pragma once
+// Fault injection points for the test suite: places where a real fault is
+// possible but cannot be timed from outside (a connection that dies right
+// after the server committed, another writer slipping in between two
+// statements). Without a hook installed each point is one relaxed atomic
+// load. Only tests install hooks.
+
+#include <functional>
+
+namespace sqlock::detail {
+
+enum class fault_point {
+    fenced_commit_done,        // a fenced transaction (job claim or outcome) just committed
+    sqlite_grant_written,      // SQLite: a queued waiter's grant statement granted, its ticket not yet removed
+};
+
+// The hook runs on the thread that reached the point and may throw (e.g. a
+// connection_error, as if the connection had died right there).
+using fault_hook = std::function<void(fault_point)>;
+void set_fault_hook_for_testing(fault_hook hook);
+
+// Calls the hook, if any, for point p.
+void fault(fault_point p);
+
+}  // namespace sqlock::detail

@@ -1,0 +1,671 @@
+// Findings of an adversarial review of the whole library, each with the test
+// that shows it fixed: reentrancy that follows the holder, loss signals that
+// never wait on the database, a locked row that costs only its own lease,
+// contention that is not an error, commits whose answer was lost, SQLite's
+// write turn, secrets in messages, and durations at their limits.
+//
+// The "safety" suite needs nothing but the database; the "fault" cases here
+// freeze the server (ctest runs them under its resource lock); the
+// "partition" cases drop packets with nftables and run only inside the
+// private network namespace tests/partition/run.sh makes.
+
+#include "core/clock.hpp"
+#include "core/fault.hpp"
+#include "core/sql_library.hpp"
+#include "support/doctest_types.hpp"
+#include "support/helpers.hpp"
+#include "support/process.hpp"
+
+#include <sqlock/sqlock.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <functional>
+#include <latch>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <stop_token>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace std::chrono_literals;
+using sqlock::mode;
+
+namespace {
+
+std::int64_t lease_now() { return sqlock::lease_clock::now().time_since_epoch().count(); }
+
+// One lease and the lease_clock time at which each of its loss signals
+// fired, with its local deadline at that moment.
+class watched_lease {
+public:
+    watched_lease(sqlock::client& c, const std::string& key, mode m, std::chrono::milliseconds lease,
+                  std::chrono::milliseconds margin)
+        : margin_(margin),
+          // In place, not moved: a moved lease would still work, but this one
+          // is meant to be the plainest kind.
+          lease_(c.try_acquire(key, {.mode = m,
+                                     .lease = lease,
+                                     .safety_margin = margin,
+                                     .on_lost = [this](const std::string&, std::int64_t) { callback_ns = lease_now(); }})) {
+        REQUIRE(lease_);
+        on_stop_.emplace(lease_->stop_token(), std::function<void()>([this] {
+                             stop_ns = lease_now();
+                             deadline_ns = lease_->deadline().time_since_epoch().count();
+                         }));
+    }
+
+    sqlock::lease& operator*() { return *lease_; }
+    sqlock::lease* operator->() { return &*lease_; }
+
+    // Waits (while the database cannot answer) for the loss, then checks that
+    // every signal fired before the database's expiry: the expiry is at
+    // least the safety margin after the local deadline.
+    void expect_lost_before_expiry(std::chrono::milliseconds within) {
+        REQUIRE_MESSAGE(test::eventually([&] { return stop_ns.load() != 0; }, within),
+                        "the stop token was not requested while the database could not answer");
+        CHECK(lease_->lost());
+        CHECK_THROWS_AS(lease_->check(), sqlock::lease_lost_error);
+        REQUIRE(test::eventually([&] { return callback_ns.load() != 0; }, 2s));
+        const std::int64_t expiry = deadline_ns.load() + std::chrono::nanoseconds(margin_).count();
+        CHECK_MESSAGE(stop_ns.load() < expiry, "stop requested " << (stop_ns.load() - expiry) / 1'000'000
+                                                                  << " ms after the database's expiry");
+        CHECK_MESSAGE(callback_ns.load() < expiry, "on_lost ran " << (callback_ns.load() - expiry) / 1'000'000
+                                                                   << " ms after the database's expiry");
+    }
+
+    std::atomic<std::int64_t> callback_ns{0}, stop_ns{0}, deadline_ns{0};
+
+private:
+    std::chrono::milliseconds margin_;
+    std::optional<sqlock::lease> lease_;
+    std::optional<std::stop_callback<std::function<void()>>> on_stop_;
+};
+
+// While the database cannot answer (frozen, partitioned) for 6 s: a 3 s lease,
+// and a select_for_update lease whose owner calls renew() (which then waits
+// on the network), both report their loss by their deadlines; once the
+// database is back, the key is granted again with a larger token.
+void check_loss_signals_while_unreachable(const test::backend_base& db, const std::function<void()>& cut,
+                                          const std::function<void()>& restore) {
+    auto c = db.open();
+    watched_lease leased(c, "unreachable/lease", mode::conditional_update, 3s, 1s);
+    std::optional<watched_lease> pinned;
+    if (db.row_locks()) pinned.emplace(c, "unreachable/row", mode::select_for_update, 3s, 1s);
+    const auto old_token = leased->token();
+
+    // Whatever happens below (a failed REQUIRE throws), the database comes
+    // back and the renewer is joined.
+    struct reachable_again {
+        const std::function<void()>& restore;
+        std::thread renewer;
+        bool restored = false;
+        void now() {
+            if (!restored) restore();
+            restored = true;
+            if (renewer.joinable()) renewer.join();
+        }
+        ~reachable_again() {
+            try {
+                now();
+            } catch (...) {
+            }
+        }
+    } back{restore, {}};
+    cut();
+    const auto cut_at = std::chrono::steady_clock::now();
+    if (pinned)
+        back.renewer = std::thread([&] {
+            try {
+                (*pinned)->renew();  // waits for the database, holding the lease's connection
+            } catch (const sqlock::error&) {
+            }
+        });
+    leased.expect_lost_before_expiry(5s);
+    if (pinned) pinned->expect_lost_before_expiry(5s);
+    std::this_thread::sleep_until(cut_at + 6s);  // unreachable for two leases' length
+    back.now();
+
+    auto again = db.open().acquire("unreachable/lease", 30s);
+    CHECK(again.token() > old_token);
+}
+
+// Thaws the server when the test leaves, whatever happened.
+struct server_thaws {
+    std::string name;
+    ~server_thaws() {
+        try {
+            test::servers("thaw " + name);
+        } catch (...) {
+        }
+    }
+};
+
+// A fault hook for one test: runs `action` at `point`, on its `nth` arrival only.
+class fault_at {
+public:
+    fault_at(sqlock::detail::fault_point point, int nth, std::function<void()> action) {
+        sqlock::detail::set_fault_hook_for_testing([=, this, seen = std::make_shared<std::atomic<int>>(0)](
+                                                       sqlock::detail::fault_point p) {
+            if (p != point || ++*seen != nth) return;
+            fired = true;
+            action();
+        });
+    }
+    ~fault_at() { sqlock::detail::set_fault_hook_for_testing(nullptr); }
+    fault_at(const fault_at&) = delete;
+    fault_at& operator=(const fault_at&) = delete;
+    std::atomic<bool> fired{false};
+};
+
+[[noreturn]] void lose_connection() {
+    throw sqlock::connection_error("injected: the connection died after the server committed");
+}
+
+// The dialect's lock_row.sql as a stalled requester would run it, with its
+// placeholders replaced by literals (the key holds no quotes).
+std::string lock_row_sql(const test::backend_base& db, const std::string& key) {
+    const sqlock::detail::sql_library lib(db.name(), db.prefix);
+    std::string sql;
+    std::istringstream lines(lib.get("lock_row"));
+    for (std::string line; std::getline(lines, line);)
+        if (line.rfind("--", 0) != 0) sql += line + "\n";
+    const std::string quoted = "'" + key + "'", no_ticket = "9223372036854775807",
+                      not_fair = "-9223372036854775808";
+    auto replace_all = [&](const std::string& from, const std::string& to) {
+        for (auto at = sql.find(from); at != std::string::npos; at = sql.find(from, at + to.size()))
+            sql.replace(at, from.size(), to);
+    };
+    if (db.name() == "postgres") {
+        replace_all("$1", quoted);
+        replace_all("$2::bigint", no_ticket);
+        replace_all("$3::bigint", "(" + not_fair + ")");
+    } else {
+        // ? key, ? key, ? priority, ? priority, ? ticket
+        for (const auto& value : {quoted, quoted, "(" + not_fair + ")", "(" + not_fair + ")", no_ticket})
+            sql.replace(sql.find('?'), 1, value);
+    }
+    return sql;
+}
+
+}  // namespace
+
+TEST_SUITE("safety") {
+
+// --- reentrancy -------------------------------------------------------------
+
+TEST_CASE_TEMPLATE("a lease whose thread has exited is reentered by no later thread", Db, ALL_BACKENDS) {
+    Db db;
+    auto c = db.open();
+    // The lease lives on in a heap object after its thread is gone. Made in
+    // place (new from the returned prvalue), never moved.
+    std::unique_ptr<std::optional<sqlock::lease>> kept;
+    std::thread([&] { kept.reset(new std::optional<sqlock::lease>(c.try_acquire("reentry/orphan"))); }).join();
+    REQUIRE(*kept);
+    const auto grants = c.stats().acquisitions;
+    // glibc hands a new thread the stack, and so the std::thread::id, of the
+    // one that just exited: these threads would have matched the old key.
+    for (int i = 0; i < 40; ++i) {
+        bool got = true;
+        std::thread([&] { got = c.try_acquire("reentry/orphan").has_value(); }).join();
+        CHECK_FALSE(got);
+    }
+    CHECK(c.stats().acquisitions == grants);
+    CHECK(c.inspect("reentry/orphan").owner == (*kept)->owner());
+}
+
+TEST_CASE_TEMPLATE("a lease moved to another thread is reentered by neither thread", Db, ALL_BACKENDS) {
+    Db db;
+    auto c = db.open();
+    auto mine = c.try_acquire("reentry/moved");
+    REQUIRE(mine);
+    const auto token = mine->token();
+    std::latch moved{1}, checked{1};
+    std::atomic<bool> worker_got{true};
+    std::thread worker([&, l = std::move(*mine)]() mutable {
+        moved.count_down();
+        worker_got = c.try_acquire("reentry/moved").has_value();  // holds it, but through a moved lease
+        checked.wait();
+        CHECK(l.token() == token);
+        CHECK_FALSE(l.lost());
+    });
+    moved.wait();
+    CHECK_FALSE(c.try_acquire("reentry/moved"));  // the thread that acquired it gave it away
+    CHECK_THROWS_AS(c.acquire("reentry/moved", 0ms), sqlock::timeout_error);
+    checked.count_down();
+    worker.join();
+    CHECK_FALSE(worker_got.load());
+}
+
+TEST_CASE_TEMPLATE("reentry keeps working for the thread that holds an unmoved lease", Db, ALL_BACKENDS) {
+    Db db;
+    auto c = db.open();
+    std::optional<sqlock::lease> outer = c.try_acquire("reentry/kept");
+    REQUIRE(outer);
+    auto inner = c.try_acquire("reentry/kept");
+    REQUIRE(inner);
+    CHECK(inner->token() == outer->token());
+    CHECK(inner->owner() == outer->owner());
+}
+
+// --- the lease clock ---------------------------------------------------------
+
+namespace suspend {
+std::atomic<std::int64_t> offset_ns{0};
+std::int64_t clock() noexcept {
+    timespec ts{};
+    ::clock_gettime(CLOCK_BOOTTIME, &ts);
+    return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec + offset_ns.load();
+}
+}  // namespace suspend
+
+TEST_CASE_TEMPLATE("time the machine spends suspended counts towards a lease's deadline", Db, test::sqlite_db) {
+    Db db;
+    auto c = db.open_quiet();
+    sqlock::detail::set_lease_clock_for_testing(suspend::clock);
+    struct restore {
+        ~restore() {
+            sqlock::detail::set_lease_clock_for_testing(nullptr);
+            suspend::offset_ns = 0;
+        }
+    } restore_clock;
+    auto l = c.try_acquire("suspend/k", {.lease = 60s});
+    REQUIRE(l);
+    const auto steady_before = std::chrono::steady_clock::now();
+    CHECK_FALSE(l->lost());
+    // A suspend: CLOCK_BOOTTIME moves on by the lease, CLOCK_MONOTONIC
+    // (steady_clock) does not.
+    suspend::offset_ns = std::chrono::nanoseconds(61s).count();
+    CHECK(std::chrono::steady_clock::now() - steady_before < 30s);
+    CHECK(l->lost());
+    CHECK(l->stop_token().stop_requested());
+    CHECK(l->deadline() < sqlock::lease_clock::now());
+}
+
+// --- loss signals never wait on the database ----------------------------------
+
+TEST_CASE_TEMPLATE("loss is signalled by the deadline while another process holds SQLite's write lock", Db,
+                   test::sqlite_db) {
+    Db db;
+    auto c = db.open_quiet();
+    watched_lease l(c, "busy/k", mode::conditional_update, 3s, 1s);
+    const auto old_token = l->token();
+    test::child writer({test::worker_path(), "hold-write", db.url(), "6000"});
+    REQUIRE(test::line_or_eof(writer.read_line(10s)) == "holding");
+    l.expect_lost_before_expiry(5s);
+    CHECK(test::line_or_eof(writer.read_line(15s)) == "released");
+    CHECK(writer.wait(10s) == 0);
+    auto again = c.acquire("busy/k", 30s);
+    CHECK(again.token() > old_token);
+}
+
+// --- a locked row costs one lease, never the batch -------------------------------
+
+TEST_CASE_TEMPLATE("a row another transaction keeps locked costs only its own lease", Db, SERVER_BACKENDS) {
+    Db db;
+    auto c = db.open_quiet();
+    watched_lease locked(c, "rows/locked", mode::conditional_update, 3s, 300ms);
+    watched_lease other(c, "rows/other", mode::conditional_update, 3s, 300ms);
+    const auto renewals_before = c.stats().renewals;
+    auto raw = db.raw();
+    raw->begin();
+    raw->scalar("SELECT 1 FROM " + db.table("locks") + " WHERE lock_key = 'rows/locked' FOR UPDATE");
+    std::this_thread::sleep_for(5s);
+    // The other lease of the same batch was renewed all along.
+    CHECK_FALSE(other->lost());
+    CHECK(c.stats().renewals >= renewals_before + 3);
+    // The locked one could not be renewed for longer than its lease: lost,
+    // and said so before its expiry.
+    locked.expect_lost_before_expiry(1s);
+    raw->rollback();
+    CHECK(other->renew());
+    CHECK_FALSE(other->lost());
+}
+
+TEST_CASE_TEMPLATE("a row locked for less than the lease is renewed once the lock ends", Db, SERVER_BACKENDS) {
+    Db db;
+    auto c = db.open_quiet();
+    auto l = c.try_acquire("rows/briefly", {.lease = 6s});
+    REQUIRE(l);
+    auto raw = db.raw();
+    raw->begin();
+    raw->scalar("SELECT 1 FROM " + db.table("locks") + " WHERE lock_key = 'rows/briefly' FOR UPDATE");
+    std::this_thread::sleep_for(3s);  // past the renewal due at 2 s
+    const auto renewals = c.stats().renewals;
+    raw->rollback();
+    CHECK(test::eventually([&] { return c.stats().renewals > renewals; }, 5s));
+    CHECK_FALSE(l->lost());
+    CHECK(c.stats().leases_lost == 0);
+}
+
+TEST_CASE_TEMPLATE("a select_for_update attempt on a leased key leaves its row unlocked", Db, SERVER_BACKENDS) {
+    Db db;
+    auto c = db.open_quiet();
+    auto held = c.try_acquire("rows/leased", {.lease = 30s});
+    REQUIRE(held);
+    // A requester that ran lock_row.sql and then stalled before its
+    // ROLLBACK (a pause, a slow network): its transaction stays open.
+    auto requester = db.raw();
+    // As sqlock's own sessions do (session_isolation.sql): under REPEATABLE
+    // READ an UPDATE keeps the rows its WHERE rejects locked too.
+    if (db.name() == "mysql") requester->exec("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
+    requester->begin();
+    requester->exec(lock_row_sql(db, "rows/leased"));
+    // The holder's renewal does not wait for it (it would run into the row
+    // lock timeout and count the lease lost).
+    CHECK(held->renew());
+    CHECK_FALSE(held->lost());
+    requester->rollback();
+}
+
+// --- contention is not an error ------------------------------------------------
+
+TEST_CASE_TEMPLATE("select_for_update waits behind an earlier holder's open fenced transaction", Db,
+                   SERVER_BACKENDS) {
+    Db db;
+    auto a = db.open();
+    auto b = db.open();
+    auto first = a.try_acquire("contention/fenced", {.lease = 30s});
+    REQUIRE(first);
+    auto app = db.raw();
+    app->begin();
+    app->fence(*first);  // share-locks the key's fence row until the transaction ends
+    first->release();
+    std::optional<sqlock::lease> tried;
+    CHECK_NOTHROW(tried = b.try_acquire("contention/fenced", {.mode = mode::select_for_update}));
+    CHECK_FALSE(tried);
+    std::thread finish([&] {
+        std::this_thread::sleep_for(1s);
+        app->commit();
+    });
+    std::optional<sqlock::lease> waited;
+    CHECK_NOTHROW(waited.emplace(b.acquire("contention/fenced", 30s, {.mode = mode::select_for_update})));
+    finish.join();
+    REQUIRE(waited);
+    CHECK(waited->token() > first->token());
+}
+
+// --- commits whose answer was lost -------------------------------------------------
+
+TEST_CASE_TEMPLATE("a job claim whose COMMIT answer was lost is still this call's claim", Db, ALL_BACKENDS) {
+    Db db;
+    sqlock::job_runner runner(db.open(), {.max_attempts = 1});
+    fault_at doubt(sqlock::detail::fault_point::fenced_commit_done, 1, lose_connection);
+    int calls = 0;
+    auto out = runner.run("doubt/claim", "r1", [&](const sqlock::job_context& ctx) {
+        ++calls;
+        CHECK(ctx.attempt == 1);
+        return std::string("ok");
+    });
+    CHECK(doubt.fired);
+    CHECK(out.status == sqlock::job_status::ran);
+    CHECK(calls == 1);
+    CHECK(out.record.status == "succeeded");
+    CHECK(out.record.attempts == 1);
+    CHECK(out.record.last_error.empty());
+}
+
+TEST_CASE_TEMPLATE("a job outcome whose COMMIT answer was lost is reported as recorded", Db, ALL_BACKENDS) {
+    Db db;
+    auto c = db.open();
+    auto breaker = db.open();
+    sqlock::job_runner runner(c);
+    const std::string key = sqlock::job_runner::lock_key("doubt/outcome", "r1");
+    // The second fenced commit records the outcome. Its answer is lost, and
+    // before the retry an operator breaks the lease: the retry's fence fails,
+    // but the outcome is in the ledger.
+    fault_at doubt(sqlock::detail::fault_point::fenced_commit_done, 2, [&] {
+        breaker.force_release(key, "test");
+        lose_connection();
+    });
+    auto out = runner.run("doubt/outcome", "r1", [](const sqlock::job_context&) { return std::string("done"); });
+    CHECK(doubt.fired);
+    CHECK(out.status == sqlock::job_status::ran);
+    CHECK(out.executed);
+    CHECK(out.record.status == "succeeded");
+    CHECK(out.record.result == "done");
+}
+
+// --- SQLite's write turn ------------------------------------------------------------
+
+TEST_CASE_TEMPLATE("a fair grant on SQLite commits together with its leaving the queue", Db, test::sqlite_db) {
+    Db db;
+    auto o = db.options();
+    o.statement_timeout = 200ms;  // also SQLite's busy timeout
+    auto c = sqlock::client::open(db.url(), o);
+    auto holder = db.open();
+    auto first = holder.try_acquire("fair/q", {.lease = 500ms, .auto_renew = false});
+    REQUIRE(first);
+    // Between the grant statement and the ticket's removal, another process
+    // wants the write lock for longer than the busy timeout.
+    std::thread writer;
+    std::atomic<bool> writer_has_lock{false};
+    fault_at between(sqlock::detail::fault_point::sqlite_grant_written, 1, [&] {
+        writer = std::thread([&, url = db.url()] {
+            auto raw = test::raw_connection_for(url);
+            raw->exec("PRAGMA busy_timeout = 5000");
+            raw->begin();
+            writer_has_lock = true;
+            std::this_thread::sleep_for(600ms);
+            raw->commit();
+        });
+        // Let it in, if it can get in: with the grant and the dequeue in one
+        // transaction it cannot until that commits.
+        test::eventually([&] { return writer_has_lock.load(); }, 300ms);
+    });
+    // A grant dropped after it committed would leave the key to an owner
+    // nobody knows, and this acquire waiting on it until it times out.
+    std::optional<sqlock::lease> l;
+    CHECK_NOTHROW(l.emplace(c.acquire("fair/q", 10s, {.fair = true})));
+    if (writer.joinable()) writer.join();
+    REQUIRE(l);
+    CHECK(between.fired);
+    CHECK(l->token() == c.inspect("fair/q").token);  // the grant stood; no token was burnt
+    CHECK(c.inspect("fair/q").owner == l->owner());
+    CHECK(c.waiters("fair/").empty());
+}
+
+TEST_CASE_TEMPLATE("force_release on SQLite takes its write turn like every other writer", Db, test::sqlite_db) {
+    Db db;
+    auto o = db.options();
+    o.statement_timeout = 300ms;  // also SQLite's busy timeout
+    o.pool_size = 8;
+    auto c = sqlock::client::open(db.url(), o);
+    { auto l = c.try_acquire("fr/victim"); REQUIRE(l); }
+    // Writers of one process take turns; a force_release that took SQLite's
+    // write lock before its turn would wait for a turn whose holder waits
+    // for that write lock, until the busy timeout fails one of them.
+    std::atomic<int> misses{0}, errors{0};
+    std::atomic<bool> stop{false};
+    std::thread breaker([&] {
+        while (!stop.load()) {
+            try {
+                c.force_release("fr/victim", "test");
+            } catch (const sqlock::error&) {
+                ++errors;
+            }
+        }
+    });
+    std::vector<std::thread> writers;
+    for (int w = 0; w < 3; ++w)
+        writers.emplace_back([&, w] {
+            const std::string key = "fr/other/" + std::to_string(w);
+            for (int i = 0; i < 300; ++i) {
+                try {
+                    auto l = c.try_acquire(key, {.reentrant = false});
+                    if (l) l->release();
+                    else ++misses;  // nobody else ever holds this key: a miss is a stall
+                } catch (const sqlock::error&) {
+                    ++errors;
+                }
+            }
+        });
+    for (auto& t : writers) t.join();
+    stop = true;
+    breaker.join();
+    CHECK(misses == 0);
+    CHECK(errors == 0);
+}
+
+TEST_CASE_TEMPLATE("an acquire timeout too long for the clock waits rather than timing out", Db, ALL_BACKENDS) {
+    Db db;
+    auto holder = db.open();
+    auto waiter = db.open();
+    auto held = holder.try_acquire("limits/long-wait");
+    REQUIRE(held);
+    std::stop_source cancel;
+    std::thread stopper([&] {
+        std::this_thread::sleep_for(500ms);
+        cancel.request_stop();
+    });
+    // 300 years: more nanoseconds than an int64 holds once added to the clock.
+    CHECK_THROWS_AS(waiter.acquire("limits/long-wait", std::chrono::hours(24 * 365 * 300), {.cancel = cancel.get_token()}),
+                    sqlock::cancelled_error);
+    stopper.join();
+}
+
+TEST_CASE_TEMPLATE("a max_hold too long for the clock keeps renewing", Db, ALL_BACKENDS) {
+    Db db;
+    auto c = db.open_quiet();
+    auto l = c.try_acquire("limits/hold", {.lease = 600ms, .max_hold = std::chrono::milliseconds::max() / 2});
+    REQUIRE(l);
+    std::this_thread::sleep_for(1500ms);
+    CHECK_FALSE(l->lost());
+    CHECK(c.stats().renewals >= 2);
+}
+
+TEST_CASE_TEMPLATE("durations past the one maximum are refused before any SQL", Db, ALL_BACKENDS) {
+    Db db;
+    auto c = db.open_quiet();
+    const auto too_long = sqlock::max_duration + 1ms;
+    const auto sent = c.stats().statements;
+    CHECK_THROWS_AS(c.try_acquire("limits/lease", {.lease = too_long}), sqlock::config_error);
+    if (db.row_locks())
+        CHECK_THROWS_AS(c.try_acquire("limits/lease", {.mode = mode::select_for_update, .lease = 30 * 24h}),
+                        sqlock::config_error);
+    CHECK(c.stats().statements == sent);
+    auto o = db.options();
+    o.statement_timeout = 30 * 24h;
+    CHECK_THROWS_AS(sqlock::client::open(db.url(), o), sqlock::config_error);
+    // The maximum itself works.
+    auto l = c.try_acquire("limits/lease", {.mode = db.row_locks() ? mode::select_for_update : mode::conditional_update,
+                                            .lease = sqlock::max_duration});
+    CHECK(l);
+}
+
+TEST_CASE_TEMPLATE("concurrent migrations wait for each other past the statement timeout", Db, test::mysql_db) {
+    Db db;
+    auto raw = db.raw();
+    const std::string name = "'" + db.prefix + "migrate'";
+    REQUIRE(raw->scalar("SELECT GET_LOCK(" + name + ", 0)") == 1);  // another migrator at work
+    auto o = db.options();
+    o.statement_timeout = 1s;
+    auto c = sqlock::client::open(db.url(), o);
+    std::thread other([&] {
+        std::this_thread::sleep_for(3s);
+        raw->scalar("SELECT RELEASE_LOCK(" + name + ")");
+    });
+    CHECK_NOTHROW(c.migrate());
+    other.join();
+    CHECK(c.schema_version() == c.required_schema_version());
+}
+
+// --- secrets -----------------------------------------------------------------------------
+
+TEST_CASE_TEMPLATE("no message shows a password, whatever the URL looks like", Db, SERVER_BACKENDS) {
+    Db db;
+    // host:port of the test server, and where nothing listens.
+    const std::string url = db.url();
+    const auto hostport = url.substr(url.find('@') + 1, url.find('/', url.find('@')) - url.find('@') - 1);
+    const std::string scheme = db.name() == "postgres" ? "postgresql://" : "mysql://";
+    struct shape {
+        std::string url;
+        std::vector<std::string> secrets;  // none may appear in any message
+    };
+    const std::vector<shape> shapes{
+        {scheme + "sqlock:50%off@" + hostport + "/sqlock_test", {"50%off", "off"}},
+        {scheme + "sqlock:Zq9/xW7@" + hostport + "/sqlock_test", {"Zq9", "xW7"}},
+        {scheme + "sqlock:Kq4#Pz8@" + hostport + "/sqlock_test", {"Kq4", "Pz8"}},
+        {scheme + "sqlock:Vb3?Nm6@" + hostport + "/sqlock_test", {"Vb3", "Nm6"}},
+        {scheme + "sqlock:Jh5@Lk2@" + hostport + "/sqlock_test", {"Jh5", "Lk2"}},
+        {scheme + "sqlock:Qw1%2FEr4@127.0.0.1:1/sqlock_test", {"Qw1", "Er4"}},  // well formed, nothing listens
+        {scheme + "sqlock:Wrong%23Pw9@" + hostport + "/sqlock_test", {"Wrong", "Pw9"}},
+    };
+    for (const auto& s : shapes) {
+        CAPTURE(s.url);
+        std::string message;
+        try {
+            auto c = sqlock::client::open(s.url, db.options());
+            c.inspect("k");
+        } catch (const sqlock::error& e) {
+            message = e.what();
+        }
+        for (const auto& secret : s.secrets) CHECK_MESSAGE(message.find(secret) == std::string::npos, message);
+    }
+}
+
+}  // TEST_SUITE("safety")
+
+TEST_SUITE("fault") {
+
+TEST_CASE_TEMPLATE("loss is signalled by the deadline while the server is frozen", Db, SERVER_BACKENDS) {
+    Db db;
+    server_thaws guard{db.name()};
+    check_loss_signals_while_unreachable(
+        db, [&] { test::servers("freeze " + db.name()); }, [&] { test::servers("thaw " + db.name()); });
+}
+
+}  // TEST_SUITE("fault")
+
+TEST_SUITE("partition") {
+
+// Drops, with nftables, every packet to and from the server's port on the
+// loopback of the private network namespace the test runs in: nothing
+// answers, not even with an RST. Undone on scope exit.
+class partition {
+public:
+    explicit partition(int port) {
+        nft("add table inet sqlock_partition");
+        nft("add chain inet sqlock_partition out { type filter hook output priority 0 ; }");
+        nft("add rule inet sqlock_partition out tcp dport " + std::to_string(port) + " drop");
+        nft("add rule inet sqlock_partition out tcp sport " + std::to_string(port) + " drop");
+    }
+    ~partition() { heal(); }
+    void heal() {
+        if (healed_) return;
+        healed_ = true;
+        nft("delete table inet sqlock_partition");
+    }
+
+private:
+    // nft takes a whole command as one argument, braces and semicolons included.
+    static void nft(const std::string& command) {
+        if (std::system(("nft '" + command + "' >/dev/null 2>&1").c_str()) != 0)
+            throw std::runtime_error("nft " + command + " failed");
+    }
+    bool healed_ = false;
+};
+
+int port_of(const std::string& url) {
+    const auto at = url.find('@');
+    const auto colon = url.find(':', at);
+    return std::stoi(url.substr(colon + 1, url.find('/', colon) - colon - 1));
+}
+
+TEST_CASE_TEMPLATE("loss is signalled by the deadline while the network drops every packet", Db, SERVER_BACKENDS) {
+    if (!std::getenv("SQLOCK_TEST_NETNS")) {
+        MESSAGE("skipped: runs only inside tests/partition/run.sh's network namespace");
+        return;
+    }
+    Db db;
+    std::optional<partition> cut;
+    check_loss_signals_while_unreachable(
+        db, [&] { cut.emplace(port_of(db.url())); }, [&] { cut->heal(); });
+}
+
+}  // TEST_SUITE("partition")
