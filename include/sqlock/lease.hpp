@@ -77,7 +77,10 @@ public:
     // Throws lease_lost_error when lost() is true.
     void check() const;
     // Stop is requested when the lease is lost: poll it, or attach a
-    // std::stop_callback to cancel work that relies on the lease.
+    // std::stop_callback to cancel work that relies on the lease. Such a
+    // callback runs on the thread that notices the loss (usually the
+    // client's deadline timer, which keeps every lease's deadline): keep it
+    // short; on_lost is the place for slow work.
     std::stop_token stop_token() const;
 
     // Extends the lease by its length, by database time. Returns false (and
