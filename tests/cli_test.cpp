@@ -472,7 +472,7 @@ void migrate_and_unavailable_database(const test::backend_base& db) {
     }
     r = sqlock({"migrate", "--table-prefix", fresh});
     CHECK(r.status == 0);
-    CHECK(r.out.find("to 3") != std::string::npos);
+    CHECK(r.out.find("to 4") != std::string::npos);
     r = sqlock({"migrate", "--table-prefix", fresh});
     CHECK(r.out.find("up to date") != std::string::npos);
     CHECK(sqlock({"run", "--table-prefix", fresh, "k", "--", "true"}).status == 0);
@@ -618,6 +618,149 @@ void durability_option(const test::backend_base& db) {
 }
 
 CLI_TEST("--durability relaxed or $SQLOCK_DURABILITY relaxes sqlock's commits; MySQL refuses it", durability_option)
+
+void no_output_shows_a_password(const test::backend_base& db) {
+    if (db.name() == "sqlite") return;  // SQLite URLs hold no password
+    cli sqlock(db);
+    const std::string url = db.url();
+    const auto hostport = url.substr(url.find('@') + 1, url.find('/', url.find('@')) - url.find('@') - 1);
+    const std::string scheme = db.name() == "postgres" ? "postgresql://" : "mysql://";
+    const std::vector<std::pair<std::string, std::vector<std::string>>> shapes{
+        {scheme + "sqlock:50%off@" + hostport + "/sqlock_test", {"50%off", "off"}},
+        {scheme + "sqlock:Zq9/xW7@" + hostport + "/sqlock_test", {"Zq9", "xW7"}},
+        {scheme + "sqlock:Kq4#Pz8@" + hostport + "/sqlock_test", {"Kq4", "Pz8"}},
+        {scheme + "sqlock:Jh5@Lk2@" + hostport + "/sqlock_test", {"Jh5", "Lk2"}},
+        {scheme + "sqlock:Qw1%2FEr4@127.0.0.1:1/sqlock_test", {"Qw1", "Er4"}},
+        {scheme + "sqlock:Wrong%23Pw9@" + hostport + "/sqlock_test", {"Wrong", "Pw9"}},
+    };
+    for (const auto& [bad_url, secrets] : shapes) {
+        CAPTURE(bad_url);
+        for (const auto& args : {std::vector<std::string>{"--url", bad_url, "status"},
+                                 std::vector<std::string>{"--url", bad_url, "-v", "run", "k", "--", "true"}}) {
+            auto r = sqlock(args);
+            CHECK(r.status != 0);
+            CHECK(r.one_line_message());
+            for (const auto& secret : secrets) {
+                CHECK_MESSAGE(r.err.find(secret) == std::string::npos, r.err);
+                CHECK(r.out.find(secret) == std::string::npos);
+            }
+        }
+    }
+}
+
+CLI_TEST("no output shows a password, whatever the URL looks like", no_output_shows_a_password)
+
+void durations_too_long_for_the_clock(const test::backend_base& db) {
+    cli sqlock(db);
+    // --wait longer than the clock can count waits rather than timing out.
+    auto holder = hold(sqlock, {}, "k/long-wait", "sleep 1");
+    auto r = sqlock({"run", "--wait", "1000000d", "k/long-wait", "--", "true"});
+    CHECK(r.status == 0);
+    CHECK(holder.wait(15s) == 0);
+    // A lease past the one maximum is a usage error naming it.
+    r = sqlock({"run", "--lease", "30d", "k/long-lease", "--", "true"});
+    CHECK(r.status == 64);
+    CHECK(r.err.find("max_duration") != std::string::npos);
+    // --kill-after longer than the clock can count: after a loss PROGRAM gets
+    // SIGTERM and is never SIGKILLed by sqlock (it used to be at once).
+    auto stubborn = hold(sqlock, {"--lease", "2s", "--kill-after", "1000000d"}, "k/stubborn",
+                         "trap 'echo term' TERM; echo held; echo $$; while :; do sleep 0.05; done");
+    const auto pid_line = stubborn.read_line(10s);
+    REQUIRE(pid_line);
+    const pid_t program = std::stoi(*pid_line);
+    db.open().force_release("k/stubborn", "test");
+    CHECK(test::line_or_eof(stubborn.read_line(10s)) == "term");
+    std::this_thread::sleep_for(1500ms);
+    CHECK(running(program));
+    ::kill(program, SIGKILL);
+    CHECK(stubborn.wait(15s) == 70);
+}
+
+CLI_TEST("durations too long for the clock wait, never fire at once", durations_too_long_for_the_clock)
+
+// CPU time (user + system, in clock ticks) the process has used so far.
+long cpu_ticks(pid_t pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::istringstream fields(stat.substr(stat.rfind(')') + 2));
+    std::string field;
+    long utime = 0, stime = 0;
+    for (int i = 3; i <= 15 && fields >> field; ++i) {
+        if (i == 14) utime = std::stol(field);
+        if (i == 15) stime = std::stol(field);
+    }
+    return utime + stime;
+}
+
+void guardian_death_does_not_spin(const test::backend_base& db) {
+    cli sqlock(db);
+    // PROGRAM's process group is led by the guardian: kill it under PROGRAM.
+    auto c = hold(sqlock, {}, "k/guardian", "echo held; cut -d' ' -f5 /proc/$$/stat; sleep 4");
+    const auto pgid = c.read_line(10s);
+    REQUIRE(pgid);
+    REQUIRE(::kill(std::stoi(*pgid), SIGKILL) == 0);
+    std::this_thread::sleep_for(300ms);
+    const long before = cpu_ticks(c.pid());
+    std::this_thread::sleep_for(1500ms);
+    // A closed socket polled in a loop burns a core (150 ticks in 1.5 s).
+    CHECK(cpu_ticks(c.pid()) - before < 40);
+    CHECK(c.wait(15s) == 0);  // PROGRAM ran to its end
+}
+
+CLI_TEST("sqlock goes on quietly when PROGRAM's guardian dies", guardian_death_does_not_spin)
+
+void status_filters_in_the_database(const test::backend_base& db) {
+    cli sqlock(db);
+    // One run of the job the status asks about, then 1,200 newer runs of
+    // another job: a filter applied after reading the newest rows misses it.
+    sqlock::job_runner runner(db.open());
+    CHECK(runner.run("zzz/target", "r1", [](const sqlock::job_context&) {}).status == sqlock::job_status::ran);
+    const std::string runs = db.table("job_runs");
+    std::string copy;
+    if (db.name() == "postgres")
+        copy = "INSERT INTO " + runs + " (job, run_key, status, owner, holder, token, attempts, started_at, finished_at)"
+               " SELECT 'aaa/other', 'r' || g, status, owner, holder, token, attempts,"
+               " started_at + g * interval '1 second', finished_at FROM " + runs + ", generate_series(1, 1200) g"
+               " WHERE job = 'zzz/target'";
+    else if (db.name() == "mysql")
+        copy = "INSERT INTO " + runs + " (job, run_key, status, owner, holder, token, attempts, started_at, finished_at)"
+               " WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < 1200)"
+               " SELECT 'aaa/other', CONCAT('r', n), status, owner, holder, token, attempts,"
+               " started_at + INTERVAL n SECOND, finished_at FROM " + runs + ", g WHERE job = 'zzz/target'";
+    else
+        copy = "WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < 1200)"
+               " INSERT INTO " + runs + " (job, run_key, status, owner, holder, token, attempts, started_ms, finished_ms)"
+               " SELECT 'aaa/other', 'r' || n, status, owner, holder, token, attempts, started_ms + n * 1000,"
+               " finished_ms FROM " + runs + ", g WHERE job = 'zzz/target'";
+    auto raw = db.raw();
+    if (db.name() == "mysql") raw->exec("SET SESSION max_recursive_iterations = 100000");
+    raw->exec(copy);
+    auto r = sqlock({"status", "--json", "zzz/"});
+    REQUIRE(r.status == 0);
+    auto j = nlohmann::json::parse(r.out);
+    REQUIRE(j["runs"].size() == 1);
+    CHECK(j["runs"][0]["job"] == "zzz/target");
+    CHECK(j["truncated"]["runs"] == false);
+    // Every section stops at --limit and says so.
+    auto holder = db.open();
+    std::vector<sqlock::lease> held;
+    for (int i = 0; i < 8; ++i) {
+        auto l = holder.try_acquire("st/" + std::to_string(i), {.reentrant = false});
+        REQUIRE(l);
+        held.push_back(std::move(*l));
+    }
+    r = sqlock({"status", "--limit", "5", "--json"});
+    REQUIRE(r.status == 0);
+    j = nlohmann::json::parse(r.out);
+    CHECK(j["locks"].size() == 5);
+    CHECK(j["truncated"]["locks"] == true);
+    CHECK(j["runs"].size() == 5);
+    CHECK(j["truncated"]["runs"] == true);
+    r = sqlock({"status", "--limit", "5"});
+    CHECK(r.out.find("HELD LOCKS (5 shown; more not shown: raise --limit)") != std::string::npos);
+}
+
+CLI_TEST("status filters by prefix in the database and bounds every section", status_filters_in_the_database)
 
 }  // TEST_SUITE("cli")
 

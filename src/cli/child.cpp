@@ -17,6 +17,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 #include <utility>
 #include <ctime>
@@ -139,15 +140,18 @@ void signal_relay::forward_to(pid_t pgid) {
 
 namespace {
 
-std::int64_t monotonic_ns() {
+// The lease's clock (sqlock::lease_clock): CLOCK_BOOTTIME, which counts a
+// suspend, so a PROGRAM that slept through its lease is stopped on resume.
+// clock_gettime is async-signal-safe.
+std::int64_t lease_clock_ns() {
     timespec ts{};
-    ::clock_gettime(CLOCK_MONOTONIC, &ts);  // steady_clock's clock, and async-signal-safe
+    ::clock_gettime(CLOCK_BOOTTIME, &ts);
     return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
 // The guardian: the first process of PROGRAM's process group, forked before
 // PROGRAM, needing nothing from sqlock but a socket on which sqlock writes
-// the lease's local deadline (monotonic ns) whenever it moves. It kills the
+// the lease's local deadline (lease_clock ns) whenever it moves. It kills the
 // group when
 // - the socket closes: sqlock died (kill -9), so nobody holds the lease for
 //   PROGRAM and everything PROGRAM started goes with it, grandchildren too;
@@ -165,17 +169,19 @@ std::int64_t monotonic_ns() {
     std::int64_t deadline = never;
     std::int64_t kill_at = never;
     for (;;) {
-        const std::int64_t now = monotonic_ns();
+        const std::int64_t now = lease_clock_ns();
         if (kill_at == never && now >= deadline) {
             const char stopped = 'S';
             ::send(control, &stopped, 1, MSG_NOSIGNAL);
             ::kill(0, SIGTERM);
-            kill_at = now + grace_ns;
+            kill_at = grace_ns < never - 1 - now ? now + grace_ns : never - 1;  // a huge grace never overflows
         }
         if (now >= kill_at) ::kill(0, SIGKILL);
         const std::int64_t next = std::min(deadline, kill_at);
+        // poll() waits on CLOCK_MONOTONIC, which stops during a suspend: wake
+        // at least once a second to look at the lease's clock.
         const int timeout_ms =
-            next == never ? -1 : static_cast<int>(std::clamp<std::int64_t>((next - now) / 1'000'000 + 1, 0, 60'000));
+            next == never ? -1 : static_cast<int>(std::clamp<std::int64_t>((next - now) / 1'000'000 + 1, 0, 1'000));
         pollfd p{control, POLLIN, 0};
         if (::poll(&p, 1, timeout_ms) <= 0) continue;
         std::int64_t news[64];
@@ -280,7 +286,11 @@ child_result run_child(const std::vector<std::string>& argv, const std::vector<s
     const auto not_inherited = gaps(startup_fds());
     const int limit = fd_limit();
     const pid_t parent = ::getpid();
-    const std::int64_t grace_ns = std::chrono::nanoseconds(kill_after).count();
+    // Saturated: a --kill-after too long to count in nanoseconds means never.
+    const std::int64_t grace_ns =
+        kill_after >= std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::nanoseconds::max())
+            ? std::numeric_limits<std::int64_t>::max()
+            : std::chrono::nanoseconds(kill_after).count();
     terminal tty;
 
     int sockets[2];
@@ -364,17 +374,45 @@ child_result run_child(const std::vector<std::string>& argv, const std::vector<s
     // guardian hears of it within a tick, well inside the lease's margin.
     const int tick_ms = static_cast<int>(std::clamp<std::int64_t>(lease_length.count() / 20, 10, 100));
     child_result result;
+    bool guardian_alive = true;
+    std::int64_t kill_at = 0;  // when the guardian is gone: SIGKILL the group from here then (0: not due)
+    // The grace period from now; 0 (never) when it is too long to count.
+    auto after_grace = [&] {
+        const std::int64_t now = lease_clock_ns();
+        return grace_ns < std::numeric_limits<std::int64_t>::max() - now ? now + grace_ns : 0;
+    };
     for (;;) {
-        pollfd fds[3] = {{lost_event.value, POLLIN, 0}, {to_guardian.value, POLLIN, 0}, {child.value, POLLIN, 0}};
+        // A closed socket polls readable forever: once the guardian is gone,
+        // poll a descriptor that never is (-1) in its place.
+        pollfd fds[3] = {{lost_event.value, POLLIN, 0},
+                         {guardian_alive ? to_guardian.value : -1, POLLIN, 0},
+                         {child.value, POLLIN, 0}};
         if (::poll(fds, child.value >= 0 ? 3 : 2, tick_ms) < 0 && errno != EINTR)
             throw std::runtime_error(std::string("poll: ") + std::strerror(errno));
         if (fds[0].revents & POLLIN) {
             std::uint64_t drained;
             [[maybe_unused]] auto n = ::read(lost_event.value, &drained, sizeof drained);
         }
-        if (fds[1].revents & POLLIN) {
+        if (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) {
             char stopped;
-            if (::recv(to_guardian.value, &stopped, 1, MSG_DONTWAIT) == 1) result.lost = true;
+            const ssize_t n = ::recv(to_guardian.value, &stopped, 1, MSG_DONTWAIT);
+            if (n == 1) {
+                result.lost = true;
+            } else if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+                // The guardian died (someone killed it): sqlock does its work
+                // from here while it runs; a freeze or kill -9 of sqlock
+                // itself can no longer stop PROGRAM's group.
+                guardian_alive = false;
+                std::fprintf(stderr,
+                             "sqlock: the guardian of PROGRAM's process group (pid %d) died; PROGRAM goes on, "
+                             "but is no longer stopped if sqlock is frozen or killed\n",
+                             static_cast<int>(guardian));
+                if (result.lost) kill_at = after_grace();  // it may have died before its SIGKILL
+            }
+        }
+        if (kill_at != 0 && lease_clock_ns() >= kill_at) {
+            ::kill(-guardian, SIGKILL);
+            kill_at = 0;
         }
         int wstatus = 0;
         if (::waitpid(pid, &wstatus, WNOHANG | WUNTRACED) == pid) {
@@ -398,8 +436,11 @@ child_result run_child(const std::vector<std::string>& argv, const std::vector<s
             // The guardian stops the group: SIGTERM now, SIGKILL after the
             // grace period. Should it be gone, do it from here.
             result.lost = true;
-            if (!tell_guardian(0)) ::kill(-guardian, SIGTERM);
-        } else if (!result.lost) {
+            if (!guardian_alive || !tell_guardian(0)) {
+                ::kill(-guardian, SIGTERM);
+                kill_at = after_grace();
+            }
+        } else if (!result.lost && guardian_alive) {
             const std::int64_t deadline = std::chrono::nanoseconds(lease.deadline().time_since_epoch()).count();
             if (deadline != told && tell_guardian(deadline)) told = deadline;
         }

@@ -309,11 +309,17 @@ int command_migrate(const settings& s) {
 int command_status(const settings& s) {
     auto db = open_client(s, spdlog::level::warn);
     snapshot snap;
-    snap.locks = with_schema(db, [&] { return db.locks(s.prefix, s.limit * 50); });
-    snap.waiters = db.waiters(s.prefix, s.limit * 50);
+    // One row past the limit tells whether there were more. The prefix is
+    // applied by the database, so the limit counts matching rows only.
+    auto bounded = [&](auto rows, bool& more) {
+        more = rows.size() > s.limit;
+        rows.resize(std::min(rows.size(), s.limit));
+        return rows;
+    };
+    snap.locks = bounded(with_schema(db, [&] { return db.locks(s.prefix, s.limit + 1); }), snap.more_locks);
+    snap.waiters = bounded(db.waiters(s.prefix, s.limit + 1), snap.more_waiters);
     job_runner runner(db);
-    for (auto& r : runner.records({}, 1000))
-        if (r.job.starts_with(s.prefix) && snap.runs.size() < s.limit) snap.runs.push_back(std::move(r));
+    snap.runs = bounded(runner.records_with_prefix(s.prefix, s.limit + 1), snap.more_runs);
     snap.now = db.database_time();
     std::fputs((s.json ? status_json(snap) : status_table(snap)).c_str(), stdout);
     return 0;
@@ -423,7 +429,7 @@ after --kill-after, and sqlock exits 70; if sqlock is killed, SIGKILL at once.)"
     auto* status = app.add_subcommand("status", "Held locks, waiters and recent job runs");
     status->add_option("KEY-PREFIX", s.prefix, "Only keys (and job names) starting with this");
     status->add_flag("--json", s.json, "JSON instead of a table");
-    status->add_option("--limit", s.limit, "Job runs to show (default 20)");
+    status->add_option("--limit", s.limit, "Rows to show per section: locks, waiters, job runs (default 20)");
 
     auto* release = app.add_subcommand("release", "Break-glass: take KEY from whoever holds it");
     release->add_option("KEY", s.key, "The lock key")->required();
@@ -451,7 +457,7 @@ after --kill-after, and sqlock exits 70; if sqlock is killed, SIGKILL at once.)"
     } catch (const CLI::ParseError& e) {
         usage(std::string(e.what()) + " (see sqlock --help)");
     }
-    if (s.limit < 1 || s.limit > 100000) usage("--limit must be 1 to 100000");
+    if (s.limit < 1 || s.limit > 10000) usage("--limit must be 1 to 10000");
     s.commits = resolve_durability(s);
 
     if (migrate->parsed()) return command_migrate(s);

@@ -94,7 +94,10 @@ std::string dump(const nlohmann::json& j) {
 
 std::string status_table(const snapshot& s) {
     std::string out = "database time " + iso(s.now) + "\n\n";
-    out += "HELD LOCKS (" + std::to_string(s.locks.size()) + ")\n";
+    auto count = [](std::size_t n, bool more) {
+        return "(" + std::to_string(n) + (more ? " shown; more not shown: raise --limit" : "") + ")\n";
+    };
+    out += "HELD LOCKS " + count(s.locks.size(), s.more_locks);
     if (!s.locks.empty()) {
         table t({"KEY", "MODE", "HOLDER", "TOKEN", "LEFT", "NOTE"});
         for (const auto& l : s.locks)
@@ -102,7 +105,7 @@ std::string status_table(const snapshot& s) {
                    l.expires_in.count() > 0 ? format_duration(l.expires_in) : "row lock", clip(l.note, 40)});
         out += t.str();
     }
-    out += "\nWAITERS (" + std::to_string(s.waiters.size()) + ")\n";
+    out += "\nWAITERS " + count(s.waiters.size(), s.more_waiters);
     if (!s.waiters.empty()) {
         table t({"KEY", "#", "TICKET", "FAIR", "PRIORITY", "HOLDER", "WAITING"});
         std::string last;
@@ -115,7 +118,7 @@ std::string status_table(const snapshot& s) {
         }
         out += t.str();
     }
-    out += "\nRECENT JOB RUNS (" + std::to_string(s.runs.size()) + ")\n";
+    out += "\nRECENT JOB RUNS " + count(s.runs.size(), s.more_runs);
     if (!s.runs.empty()) {
         table t(run_header);
         add_run_rows(t, s.runs);
@@ -128,7 +131,8 @@ std::string status_json(const snapshot& s) {
     nlohmann::json j{{"database_time", iso(s.now)},
                      {"locks", nlohmann::json::array()},
                      {"waiters", nlohmann::json::array()},
-                     {"runs", nlohmann::json::array()}};
+                     {"runs", nlohmann::json::array()},
+                     {"truncated", {{"locks", s.more_locks}, {"waiters", s.more_waiters}, {"runs", s.more_runs}}}};
     for (const auto& l : s.locks)
         j["locks"].push_back({{"key", l.key},
                               {"mode", l.mode},

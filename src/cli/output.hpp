@@ -15,6 +15,8 @@ struct snapshot {
     std::vector<lock_info> locks;
     std::vector<waiter_info> waiters;
     std::vector<job_record> runs;
+    // Each section shows at most --limit rows; true when more were there.
+    bool more_locks = false, more_waiters = false, more_runs = false;
 };
 
 std::string status_table(const snapshot& s);
