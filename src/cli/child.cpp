@@ -403,11 +403,15 @@ child_result run_child(const std::vector<std::string>& argv, const std::vector<s
                 // from here while it runs; a freeze or kill -9 of sqlock
                 // itself can no longer stop PROGRAM's group.
                 guardian_alive = false;
-                std::fprintf(stderr,
-                             "sqlock: the guardian of PROGRAM's process group (pid %d) died; PROGRAM goes on, "
-                             "but is no longer stopped if sqlock is frozen or killed\n",
-                             static_cast<int>(guardian));
-                if (result.lost) kill_at = after_grace();  // it may have died before its SIGKILL
+                // After a loss the guardian ends its own group, itself
+                // included, by design: nothing to report then.
+                if (!result.lost)
+                    std::fprintf(stderr,
+                                 "sqlock: the guardian of PROGRAM's process group (pid %d) died; PROGRAM goes on, "
+                                 "but is no longer stopped if sqlock is frozen or killed\n",
+                                 static_cast<int>(guardian));
+                else
+                    kill_at = after_grace();  // it may have died before its SIGKILL
             }
         }
         if (kill_at != 0 && lease_clock_ns() >= kill_at) {
