@@ -261,7 +261,7 @@ TEST_CASE_TEMPLATE("a blocking acquire honours its timeout without a busy loop",
     auto waiter = db.open();
     auto held = holder.try_acquire("k", {.lease = 30s});
     REQUIRE(held);
-    CHECK_THROWS_AS(waiter.acquire("k", 700ms), sqlock::timeout_error);
+    CHECK_THROWS_AS((void)waiter.acquire("k", 700ms), sqlock::timeout_error);
     // Backoff doubles from a few ms up to a second: a handful of attempts, not hundreds.
     const auto attempts = waiter.stats().contention_misses;
     CHECK(attempts >= 3);
@@ -323,14 +323,14 @@ TEST_CASE_TEMPLATE("bad input is rejected before any SQL runs", Db, ALL_BACKENDS
     auto c = db.open_quiet();
     (void)c.try_acquire("warm-up");  // the schema check happens once, before this count
     const auto before = statements(c);
-    CHECK_THROWS_AS(c.try_acquire(""), sqlock::config_error);
-    CHECK_THROWS_AS(c.try_acquire(std::string(256, 'k')), sqlock::config_error);
-    CHECK_THROWS_AS(c.try_acquire("\xff\xfe"), sqlock::config_error);
-    CHECK_THROWS_AS(c.try_acquire(std::string("nul\0byte", 8)), sqlock::config_error);
-    CHECK_THROWS_AS(c.try_acquire("k", {.lease = 0ms}), sqlock::config_error);
-    CHECK_THROWS_AS(c.try_acquire("k", {.lease = -1s}), sqlock::config_error);
-    CHECK_THROWS_AS(c.acquire("k", -1ms), sqlock::config_error);
-    CHECK_THROWS_AS(c.try_acquire("k", {.note = std::string(2000, 'n')}), sqlock::config_error);
+    CHECK_THROWS_AS((void)c.try_acquire(""), sqlock::config_error);
+    CHECK_THROWS_AS((void)c.try_acquire(std::string(256, 'k')), sqlock::config_error);
+    CHECK_THROWS_AS((void)c.try_acquire("\xff\xfe"), sqlock::config_error);
+    CHECK_THROWS_AS((void)c.try_acquire(std::string("nul\0byte", 8)), sqlock::config_error);
+    CHECK_THROWS_AS((void)c.try_acquire("k", {.lease = 0ms}), sqlock::config_error);
+    CHECK_THROWS_AS((void)c.try_acquire("k", {.lease = -1s}), sqlock::config_error);
+    CHECK_THROWS_AS((void)c.acquire("k", -1ms), sqlock::config_error);
+    CHECK_THROWS_AS((void)c.try_acquire("k", {.note = std::string(2000, 'n')}), sqlock::config_error);
     CHECK_THROWS_AS(c.inspect(""), sqlock::config_error);
     CHECK(statements(c) == before);
 }
@@ -425,7 +425,7 @@ TEST_CASE_TEMPLATE("a missing or older schema asks for migrate", Db, ALL_BACKEND
     db.raw()->exec("DELETE FROM " + db.table("schema_version"));
     auto old = db.open();
     CHECK(old.schema_version() == 0);
-    CHECK_THROWS_AS(old.try_acquire("k"), sqlock::schema_error);
+    CHECK_THROWS_AS((void)old.try_acquire("k"), sqlock::schema_error);
     old.migrate();
     CHECK(old.try_acquire("k"));
 }

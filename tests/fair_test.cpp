@@ -140,9 +140,9 @@ TEST_CASE_TEMPLATE("a waiter that times out or is cancelled leaves no row behind
     auto waiter = db.open();
     auto held = holder.try_acquire("k");
     REQUIRE(held);
-    CHECK_THROWS_AS(waiter.acquire("k", 300ms, {.fair = true}), sqlock::timeout_error);
+    CHECK_THROWS_AS((void)waiter.acquire("k", 300ms, {.fair = true}), sqlock::timeout_error);
     CHECK(waiting(db, *raw, "k") == 0);
-    CHECK_THROWS_AS(waiter.acquire("k", 300ms), sqlock::timeout_error);  // not fair
+    CHECK_THROWS_AS((void)waiter.acquire("k", 300ms), sqlock::timeout_error);  // not fair
     CHECK(waiting(db, *raw, "k") == 0);
 
     std::stop_source cancel;
@@ -150,7 +150,7 @@ TEST_CASE_TEMPLATE("a waiter that times out or is cancelled leaves no row behind
         REQUIRE(test::eventually([&] { return waiting(db, *raw, "k") == 1; }));
         cancel.request_stop();
     });
-    CHECK_THROWS_AS(waiter.acquire("k", 30s, {.fair = true, .cancel = cancel.get_token()}), sqlock::cancelled_error);
+    CHECK_THROWS_AS((void)waiter.acquire("k", 30s, {.fair = true, .cancel = cancel.get_token()}), sqlock::cancelled_error);
     canceller.join();
     CHECK(waiting(db, *raw, "k") == 0);
     CHECK(waiter.stats().waits >= 2);

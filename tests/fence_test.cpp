@@ -11,6 +11,8 @@
 #include <sqlock/sqlite.hpp>
 #include <sqlock/sqlock.hpp>
 
+#include <sqlite3.h>
+
 
 #include <chrono>
 #include <string>

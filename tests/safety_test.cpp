@@ -9,9 +9,9 @@
 // "partition" cases drop packets with nftables and run only inside the
 // private network namespace tests/partition/run.sh makes.
 
-#include "core/clock.hpp"
-#include "core/fault.hpp"
-#include "core/sql_library.hpp"
+#include "watchdog/clock.hpp"
+#include "dialects/common/fault.hpp"
+#include "dialects/common/sql_library.hpp"
 #include "support/doctest_types.hpp"
 #include "support/helpers.hpp"
 #include "support/process.hpp"
@@ -236,7 +236,7 @@ TEST_CASE_TEMPLATE("a lease moved to another thread is reentered by neither thre
     });
     moved.wait();
     CHECK_FALSE(c.try_acquire("reentry/moved"));  // the thread that acquired it gave it away
-    CHECK_THROWS_AS(c.acquire("reentry/moved", 0ms), sqlock::timeout_error);
+    CHECK_THROWS_AS((void)c.acquire("reentry/moved", 0ms), sqlock::timeout_error);
     checked.count_down();
     worker.join();
     CHECK_FALSE(worker_got.load());
@@ -384,7 +384,7 @@ TEST_CASE_TEMPLATE("select_for_update waits behind an earlier holder's open fenc
         app->commit();
     });
     std::optional<sqlock::lease> waited;
-    CHECK_NOTHROW(waited.emplace(b.acquire("contention/fenced", 30s, {.mode = mode::select_for_update})));
+    CHECK_NOTHROW((void)waited.emplace(b.acquire("contention/fenced", 30s, {.mode = mode::select_for_update})));
     finish.join();
     REQUIRE(waited);
     CHECK(waited->token() > first->token());
@@ -461,7 +461,7 @@ TEST_CASE_TEMPLATE("a fair grant on SQLite commits together with its leaving the
     // A grant dropped after it committed would leave the key to an owner
     // nobody knows, and this acquire waiting on it until it times out.
     std::optional<sqlock::lease> l;
-    CHECK_NOTHROW(l.emplace(c.acquire("fair/q", 10s, {.fair = true})));
+    CHECK_NOTHROW((void)l.emplace(c.acquire("fair/q", 10s, {.fair = true})));
     if (writer.joinable()) writer.join();
     REQUIRE(l);
     CHECK(between.fired);
@@ -524,7 +524,7 @@ TEST_CASE_TEMPLATE("an acquire timeout too long for the clock waits rather than 
         cancel.request_stop();
     });
     // 300 years: more nanoseconds than an int64 holds once added to the clock.
-    CHECK_THROWS_AS(waiter.acquire("limits/long-wait", std::chrono::hours(24 * 365 * 300), {.cancel = cancel.get_token()}),
+    CHECK_THROWS_AS((void)waiter.acquire("limits/long-wait", std::chrono::hours(24 * 365 * 300), {.cancel = cancel.get_token()}),
                     sqlock::cancelled_error);
     stopper.join();
 }
@@ -544,9 +544,9 @@ TEST_CASE_TEMPLATE("durations past the one maximum are refused before any SQL", 
     auto c = db.open_quiet();
     const auto too_long = sqlock::max_duration + 1ms;
     const auto sent = c.stats().statements;
-    CHECK_THROWS_AS(c.try_acquire("limits/lease", {.lease = too_long}), sqlock::config_error);
+    CHECK_THROWS_AS((void)c.try_acquire("limits/lease", {.lease = too_long}), sqlock::config_error);
     if (db.row_locks())
-        CHECK_THROWS_AS(c.try_acquire("limits/lease", {.mode = mode::select_for_update, .lease = 30 * 24h}),
+        CHECK_THROWS_AS((void)c.try_acquire("limits/lease", {.mode = mode::select_for_update, .lease = 30 * 24h}),
                         sqlock::config_error);
     CHECK(c.stats().statements == sent);
     auto o = db.options();

@@ -1,8 +1,11 @@
 // Unit tests that need no database: URL parsing, redaction, input checks,
 // SQL splitting and prefixing.
 
-#include "core/clock.hpp"
-#include "core/sql_library.hpp"
+#include "dialects/common/common.hpp"
+#include "dialects/mysql/mysql_url.hpp"
+#include "dialects/sqlite/sqlite_url.hpp"
+#include "watchdog/schedule.hpp"
+#include "dialects/common/sql_library.hpp"
 #include "core/url.hpp"
 #include "core/validate.hpp"
 
@@ -32,37 +35,37 @@ TEST_CASE("postgres URLs are handed to libpq as given") {
 }
 
 TEST_CASE("mysql URLs name user, password, host, port, database and socket") {
-    auto u = parse_url("mysql://app:p%40ss@db.example:3307/orders");
-    CHECK(u.scheme == "mysql");
+    auto u = sqlock::detail::parse_mysql_url("mysql://app:p%40ss@db.example:3307/orders");
     CHECK(u.user == "app");
     CHECK(u.password == "p@ss");
     CHECK(u.host == "db.example");
     CHECK(u.port == 3307);
     CHECK(u.database == "orders");
 
-    auto s = parse_url("mariadb://app@localhost/orders?socket=/run/mysqld/mysqld.sock");
-    CHECK(s.scheme == "mysql");
+    auto s = sqlock::detail::parse_mysql_url("mariadb://app@localhost/orders?socket=/run/mysqld/mysqld.sock");
     CHECK(s.socket == "/run/mysqld/mysqld.sock");
     CHECK(s.password.empty());
 
-    CHECK(parse_url("mysql://app@db/orders").port == 0);
-    CHECK_THROWS_AS(parse_url("mysql://app@db:notaport/orders"), sqlock::config_error);
-    CHECK_THROWS_AS(parse_url("mysql://app@db:70000/orders"), sqlock::config_error);
-    CHECK_THROWS_AS(parse_url("mysql://app@db"), sqlock::config_error);
-    CHECK_THROWS_AS(parse_url("mysql://app@db/orders?sslmode=on"), sqlock::config_error);
-    CHECK_THROWS_AS(parse_url("mysql://app@db/orders?socket"), sqlock::config_error);
+    CHECK(sqlock::detail::parse_mysql_url("mysql://app@db/orders").port == 0);
+    CHECK_THROWS_AS(sqlock::detail::parse_mysql_url("mysql://app@db:notaport/orders"), sqlock::config_error);
+    CHECK_THROWS_AS(sqlock::detail::parse_mysql_url("mysql://app@db:70000/orders"), sqlock::config_error);
+    CHECK_THROWS_AS(sqlock::detail::parse_mysql_url("mysql://app@db"), sqlock::config_error);
+    CHECK_THROWS_AS(sqlock::detail::parse_mysql_url("mysql://app@db/orders?sslmode=on"), sqlock::config_error);
+    CHECK_THROWS_AS(sqlock::detail::parse_mysql_url("mysql://app@db/orders?socket"), sqlock::config_error);
     CHECK_THROWS_AS(parse_url("mysql://app:bad%zzescape@db/orders"), sqlock::config_error);
+    CHECK(parse_url("mariadb://app@localhost/orders").scheme == "mysql");
 }
 
 TEST_CASE("sqlite URLs take relative and absolute paths") {
-    CHECK(parse_url("sqlite:locks.db").path == "locks.db");
-    CHECK(parse_url("sqlite:data/locks.db").path == "data/locks.db");
-    CHECK(parse_url("sqlite:/var/app/locks.db").path == "/var/app/locks.db");
-    CHECK(parse_url("sqlite:///var/app/locks.db").path == "/var/app/locks.db");
-    CHECK(parse_url("sqlite://locks.db").path == "locks.db");
-    CHECK_THROWS_AS(parse_url("sqlite:"), sqlock::config_error);
-    CHECK_THROWS_AS(parse_url("sqlite::memory:"), sqlock::config_error);
-    CHECK_THROWS_AS(parse_url("sqlite:locks.db?mode=ro"), sqlock::config_error);
+    using sqlock::detail::parse_sqlite_path;
+    CHECK(parse_sqlite_path("sqlite:locks.db") == "locks.db");
+    CHECK(parse_sqlite_path("sqlite:data/locks.db") == "data/locks.db");
+    CHECK(parse_sqlite_path("sqlite:/var/app/locks.db") == "/var/app/locks.db");
+    CHECK(parse_sqlite_path("sqlite:///var/app/locks.db") == "/var/app/locks.db");
+    CHECK(parse_sqlite_path("sqlite://locks.db") == "locks.db");
+    CHECK_THROWS_AS(parse_sqlite_path("sqlite:"), sqlock::config_error);
+    CHECK_THROWS_AS(parse_sqlite_path("sqlite::memory:"), sqlock::config_error);
+    CHECK_THROWS_AS(parse_sqlite_path("sqlite:locks.db?mode=ro"), sqlock::config_error);
 }
 
 TEST_CASE("unknown or missing schemes are configuration errors") {
@@ -104,7 +107,8 @@ TEST_CASE("a URL whose password would be misread is refused without showing it")
         for (const auto& secret : secrets) CHECK_MESSAGE(redacted.find(secret) == std::string::npos, redacted);
     }
     // Encoded, they are fine, and the parts come out right.
-    auto m = parse_url("mysql://u:Zq9%2FxW7%23%3F%40%25@h:3306/db");
+    CHECK_NOTHROW(parse_url("mysql://u:Zq9%2FxW7%23%3F%40%25@h:3306/db"));
+    auto m = sqlock::detail::parse_mysql_url("mysql://u:Zq9%2FxW7%23%3F%40%25@h:3306/db");
     CHECK(m.password == "Zq9/xW7#?@%");
     CHECK(m.host == "h");
     CHECK(m.port == 3306);

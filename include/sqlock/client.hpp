@@ -60,11 +60,22 @@ struct waiter_info {
     std::chrono::milliseconds expires_in{0};   // until its row expires unless heartbeated
 };
 
+// What a client's backend offers; the same for every client of one backend.
+struct client_capabilities {
+    bool row_locks = false;           // mode::select_for_update is available (PostgreSQL, MySQL/MariaDB)
+    bool wake_ups = false;            // a release wakes waiters in other processes through the database
+                                      // (PostgreSQL LISTEN/NOTIFY); elsewhere they poll
+    bool sql_fence = false;           // lease::fence_sql() names an SQL function that fences writes
+    bool relaxed_durability = false;  // client_options::durability = relaxed is accepted
+    bool embedded = false;            // a file this process opens, no server (SQLite): created on first use
+};
+
 // A connection to one database holding sqlock's tables. Safe for concurrent
 // use from many threads; copies share the same connections and state.
 class client {
 public:
-    // Opens (lazily connects) a client. URL forms (see docs/urls.md):
+    // Opens a client and connects at once, so that a wrong URL or an
+    // unreachable server fails here. URL forms (see docs/urls.md):
     //   postgresql://user:pass@host:port/db?params  (libpq URI rules; also postgres://)
     //   mysql://user:pass@host:port/db, mysql://user:pass@localhost/db?socket=/path (also mariadb://)
     //   sqlite:relative/path.db, sqlite:/abs/path.db, sqlite:///abs/path.db
@@ -83,12 +94,13 @@ public:
     // every migration in order, for users who apply it with their own tool.
     std::string migration_sql() const;
 
-    // Takes the key if it is free (or expired); an empty optional when it is held.
-    std::optional<lease> try_acquire(std::string_view key, const lock_options& options = {});
+    // Takes the key if it is free (or expired); an empty optional when it is
+    // held. [[nodiscard]]: a lease that is not kept is released at once.
+    [[nodiscard]] std::optional<lease> try_acquire(std::string_view key, const lock_options& options = {});
     // Waits up to timeout (wait_forever: no limit) for the key, backing off
     // with jitter bounded by the holder's remaining lease. Throws timeout_error.
-    lease acquire(std::string_view key, std::chrono::milliseconds timeout,
-                  const lock_options& options = {});
+    [[nodiscard]] lease acquire(std::string_view key, std::chrono::milliseconds timeout,
+                                const lock_options& options = {});
 
     // Reads the key's state without changing it.
     lock_info inspect(std::string_view key);
@@ -121,8 +133,10 @@ public:
     std::chrono::sys_time<std::chrono::milliseconds> database_time();
 
     client_stats stats() const;
-    // The dialect in use: "postgres", "mysql" or "sqlite".
+    // The dialect in use: "postgres", "mysql" or "sqlite" (for people: decide
+    // on capabilities(), not on the name).
     std::string_view dialect() const;
+    client_capabilities capabilities() const;
 
 private:
     friend class job_runner;

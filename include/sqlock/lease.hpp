@@ -46,8 +46,9 @@ struct lease_clock {
 // construction or assignment, e.g. into another thread, a container or a
 // std::optional) ends that: afterwards no thread reenters the grant, so an
 // acquisition of the key contends with the moved lease like any other.
-// A moved-from lease holds nothing: release() does nothing, the other members
-// must not be called.
+// A moved-from lease holds nothing and says so: lost() is true, check() and
+// fence_sql() throw lease_lost_error, renew() is false, release() does
+// nothing, key() and owner() are empty, token() is 0.
 class lease {
 public:
     explicit lease(detail::grant_ref g) noexcept;

@@ -124,8 +124,12 @@ struct client_options {
     // identifier ([a-z_][a-z0-9_]*, at most 40 bytes). See docs/migrations.md
     // for hand-applied migrations with a custom prefix.
     std::string table_prefix = "sqlock_";
-    // Connections kept open for lease operations (select_for_update holders
-    // use connections of their own beyond these).
+    // At most this many of the client's connections run statements for the
+    // application at once (grants, releases, renew(), inspection, job
+    // ledger writes); a thread that finds them all busy waits for one. Beyond
+    // them the client opens one connection for its watchdog, one for
+    // wake-ups (PostgreSQL, once something waits), and one per held
+    // select_for_update lease.
     std::size_t pool_size = 4;
     // Bound on establishing a connection.
     std::chrono::milliseconds connect_timeout{std::chrono::seconds(5)};

@@ -1,10 +1,10 @@
 #pragma once
-// Fenced writes for applications that use SQLite through its C API. Optional:
-// include it only if you link SQLite yourself (SQLite::SQLite3).
+// Fenced writes for applications that use SQLite through its C API. Needs no
+// SQLite header: the handle is the one your own code opened with sqlite3.h.
 
 #include <sqlock/lease.hpp>
 
-#include <sqlite3.h>
+struct sqlite3;  // sqlite3.h: typedef struct sqlite3 sqlite3
 
 namespace sqlock::sqlite {
 
@@ -18,6 +18,6 @@ namespace sqlock::sqlite {
 // Throws lease_lost_error when the lease is not held (roll back then),
 // config_error when no transaction is open or the lease is not a SQLite one,
 // db_error when SQLite fails. Not thread-safe for one db handle, like SQLite.
-void fence(sqlite3* db, const lease& held);
+void fence(::sqlite3* db, const lease& held);
 
 }  // namespace sqlock::sqlite

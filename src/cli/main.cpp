@@ -85,14 +85,14 @@ client open_client(const settings& s, spdlog::level::level_enum level) {
     return client::open(resolve_url(s), options);
 }
 
-// Runs f; on SQLite, whose file sqlock creates on first use, a missing schema
+// Runs f; on an embedded database (SQLite), whose file sqlock creates on first use, a missing schema
 // is created and f run again. Elsewhere tables are the operator's to create.
 template <class F>
 auto with_schema(client& db, F&& f) -> decltype(f()) {
     try {
         return f();
     } catch (const schema_error&) {
-        if (db.dialect() != "sqlite" || db.schema_version() != 0) throw;
+        if (!db.capabilities().embedded || db.schema_version() != 0) throw;
         db.migrate();
         return f();
     }

@@ -1,23 +1,30 @@
-// The verdict of a fence, shared by the dialects that check it in C++ (the
-// others raise the same reasons from their SQL function).
+// The fence helper the library carries (SQLite's: the others are header-only
+// in sqlock/postgres.hpp and sqlock/mysql.hpp), and how it reaches a lease's
+// dialect.
 
 #include "core/client_impl.hpp"
-#include "dialects/dialect.hpp"
 
 #include <sqlock/errors.hpp>
+#include <sqlock/sqlite.hpp>
 
-namespace sqlock::detail {
+namespace sqlock {
 
-std::string fence_reason(std::string_view key, std::int64_t token, std::optional<std::int64_t> current,
-                         std::optional<std::int64_t> lease_token, bool live) {
-    const std::string lease = "the lease on '" + std::string(key) + "' with token " + std::to_string(token);
-    if (!current) return "the lease on '" + std::string(key) + "' is not held: the key was never granted";
-    if (*current != token)
-        return lease + " is not held: the key was granted again (token " + std::to_string(*current) + ")";
-    if (lease_token != token || !live) return lease + " is not held: it expired or was released";
-    return "";
+namespace detail {
+
+const grant& lease_access::of(const lease& l) {
+    if (!l.grant_) throw lease_lost_error("this lease was moved from: it holds nothing to fence with");
+    return *l.grant_;
 }
 
-const client_impl& lease_access::client(const lease& l) { return *l.grant_->client; }
+}  // namespace detail
 
-}  // namespace sqlock::detail
+namespace sqlite {
+
+void fence(::sqlite3* db, const lease& held) {
+    const auto& g = detail::lease_access::of(held);
+    g.client->dialect().fence_native(db, g.key, g.token);
+}
+
+}  // namespace sqlite
+
+}  // namespace sqlock

@@ -1,4 +1,5 @@
 #include "core/client_impl.hpp"
+#include "watchdog/clock.hpp"
 
 #include <sqlock/errors.hpp>
 #include <sqlock/lease.hpp>
@@ -45,13 +46,18 @@ void lease::release_quietly() noexcept {
     }
 }
 
-const std::string& lease::key() const { return grant_->key; }
-const std::string& lease::owner() const { return grant_->owner; }
-std::int64_t lease::token() const { return grant_->token; }
-sqlock::mode lease::mode() const { return grant_->mode; }
+// A moved-from lease has no grant: it answers as a lease that holds nothing.
+namespace {
+const std::string nothing;
+}
+
+const std::string& lease::key() const { return grant_ ? grant_->key : nothing; }
+const std::string& lease::owner() const { return grant_ ? grant_->owner : nothing; }
+std::int64_t lease::token() const { return grant_ ? grant_->token : 0; }
+sqlock::mode lease::mode() const { return grant_ ? grant_->mode : mode::conditional_update; }
 
 bool lease::lost() const {
-    if (grant_->lost.load()) return true;
+    if (!grant_ || grant_->lost.load()) return true;
     if (detail::lease_now_ns() >= grant_->deadline_ns.load()) {
         grant_->client->mark_lost(*grant_);
         return true;
@@ -60,30 +66,29 @@ bool lease::lost() const {
 }
 
 void lease::check() const {
+    if (!grant_) throw lease_lost_error("this lease was moved from: it holds nothing");
     if (lost())
         throw lease_lost_error("lease on '" + grant_->key + "' (token " + std::to_string(grant_->token) +
                                ") is lost: stop work that relies on it");
 }
 
-std::stop_token lease::stop_token() const { return grant_->stop.get_token(); }
+std::stop_token lease::stop_token() const { return grant_ ? grant_->stop.get_token() : std::stop_token(); }
 
 lease_clock::time_point lease::deadline() const {
-    return lease_clock::time_point(lease_clock::duration(grant_->deadline_ns.load()));
+    return lease_clock::time_point(lease_clock::duration(grant_ ? grant_->deadline_ns.load() : 0));
 }
 
 bool lease::renew() {
-    if (released_) return false;
+    if (released_ || !grant_) return false;
     if (lost()) return false;
     return grant_->client->renew(*grant_);
 }
 
-std::string_view lease::dialect() const { return grant_->client->dialect().name(); }
+std::string_view lease::dialect() const { return grant_ ? grant_->client->dialect().name() : std::string_view(); }
 
 std::string lease::fence_sql() const {
-    const auto d = dialect();
-    if (d == "postgres") return "SELECT " + grant_->client->sql().prefix() + "assert_held($1, $2)";
-    if (d == "mysql") return "SELECT " + grant_->client->sql().prefix() + "assert_held(?, ?)";
-    throw config_error("SQLite has no stored functions: fence a write with sqlock::sqlite::fence (sqlock/sqlite.hpp)");
+    if (!grant_) throw lease_lost_error("this lease was moved from: it holds nothing to fence with");
+    return grant_->client->dialect().fence_sql();
 }
 
 void lease::release() {

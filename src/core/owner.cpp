@@ -1,4 +1,4 @@
-#include "core/client_impl.hpp"
+#include "core/grant.hpp"
 
 #include <sqlock/errors.hpp>
 
@@ -6,6 +6,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <climits>
@@ -30,6 +31,12 @@ std::string new_owner_id() {
         id[2 * i + 1] = hex[bytes[i] & 15];
     }
     return id;
+}
+
+std::uint64_t thread_serial() noexcept {
+    static std::atomic<std::uint64_t> next{1};
+    thread_local const std::uint64_t mine = next.fetch_add(1, std::memory_order_relaxed);
+    return mine;
 }
 
 std::string holder_description() {

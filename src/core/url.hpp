@@ -1,8 +1,8 @@
 #pragma once
-// Database URL parsing. Only the pieces each dialect needs; the PostgreSQL URL
-// is handed to libpq untouched so that every libpq URI rule applies.
+// Database URLs as the core sees them: which backend, the text for the
+// dialect to parse, and the secrets it holds. Each dialect parses its own URL
+// further (the PostgreSQL one is handed to libpq as it is).
 
-#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,10 +12,6 @@ namespace sqlock::detail {
 struct url_parts {
     std::string scheme;  // "postgres", "mysql" or "sqlite" (aliases folded)
     std::string raw;     // the URL as given
-    std::string user, password, host, database, socket;  // mysql
-    int port = 0;                                         // mysql; 0: default
-    std::map<std::string, std::string> params;            // mysql query parameters
-    std::string path;                                     // sqlite file path
     // Every spelling of a password the URL holds (as written and decoded, in
     // the userinfo or a password= parameter), for scrubbing driver messages.
     std::vector<std::string> secrets;
@@ -29,11 +25,5 @@ url_parts parse_url(std::string_view url);
 // the side of masking too much when the URL is malformed.
 std::string redact_url(std::string_view url);
 
-// text with every occurrence of every secret replaced by "***": for messages
-// that carry a driver's own words, which may quote parts of a URL.
-std::string scrub(std::string text, const std::vector<std::string>& secrets);
-
-// Percent-decodes a URL component; throws config_error on a bad escape.
-std::string percent_decode(std::string_view s);
 
 }  // namespace sqlock::detail

@@ -1,16 +1,18 @@
 #pragma once
-// The backend contract. One implementation per database lives in
-// src/dialects/<name>/; they are the only files that include a driver header.
-// The core never asks which backend it talks to: differences are expressed here.
+// The backend contract: operations on sqlock's tables, one implementation per
+// database in src/dialects/<name>/ (the only files that include a driver
+// header). The core never asks which backend it talks to: what differs is
+// said here, as operations and capabilities. Dialects depend on nothing of
+// the core; what they share is in src/dialects/common/.
 
 #include <sqlock/client.hpp>
 #include <sqlock/options.hpp>
 
 #include <atomic>
 #include <chrono>
-#include <limits>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -19,17 +21,16 @@
 
 namespace sqlock::detail {
 
-struct url_parts;
 class sql_library;
 
-// Everything a dialect needs from the client.
+// Everything a dialect needs from the client. Outlives the dialect.
 struct dialect_context {
+    std::string url;           // as given; the dialect parses it (config_error when malformed)
     std::string redacted_url;  // for messages: the URL with its password masked
     // The URL's password in every spelling: driver messages (which may quote
     // what they could not parse) pass through scrub() with these.
     std::vector<std::string> secrets;
     client_options options;
-    const sql_library* sql = nullptr;  // statements and migrations, prefix applied
     std::atomic<std::uint64_t>* statements = nullptr;  // bumped once per statement sent
 };
 
@@ -51,6 +52,11 @@ struct grant_request {
     std::int64_t priority = not_fair;
 };
 
+struct grant_result {
+    std::optional<std::int64_t> token;         // set when granted
+    std::optional<std::int64_t> remaining_ms;  // holder's remaining lease, when known
+};
+
 struct waiter_request {
     std::string_view key;
     std::string_view owner;
@@ -66,31 +72,24 @@ struct heartbeat {
     std::int64_t lease_ms;
 };
 
-// A connection that waits for wake-up notifications (PostgreSQL LISTEN).
-class notifier {
-public:
-    virtual ~notifier() = default;
-    // Waits up to timeout; true when at least one notification arrived.
-    // Throws connection_error when the connection is gone.
-    virtual bool wait(std::chrono::milliseconds timeout) = 0;
-};
-
-struct grant_result {
-    std::optional<std::int64_t> token;         // set when granted
-    std::optional<std::int64_t> remaining_ms;  // holder's remaining lease, when known
-};
-
 struct renewal {
     std::string_view key;
     std::string_view owner;
     std::int64_t lease_ms;
 };
 
+// Result of an owner-checked renewal of one lease.
+enum class renew_result {
+    renewed,     // extended by its length, by database time
+    not_held,    // the row is not this owner's live lease any more: lost
+    row_locked,  // another transaction held the row past the lock wait: try again
+};
+
 // A row of the job ledger. Times are milliseconds since the Unix epoch by
 // the database clock; 0 when unset.
 struct job_row {
     std::string job, run_key;
-    std::string status;  // "running", "succeeded" or "failed"
+    std::string status;  // "running", "succeeded" or "failed" ("" when there is no row)
     std::string owner, holder;
     std::int64_t token = 0;
     int attempts = 0;
@@ -125,14 +124,40 @@ struct fence_result {
     std::string reason;
 };
 
-// Result of trying to lock a key's row for select_for_update.
-enum class row_lock { locked, busy, missing };
+// What select_for_update needs of a backend with row locks. The row lock
+// itself is held in a transaction on a session of its own (the pinned one);
+// ensure_row and bump_token run on another, so that they commit at once.
+class row_lock_ops {
+public:
+    virtual ~row_lock_ops() = default;
 
-// Result of an owner-checked renewal of one lease.
-enum class renew_result {
-    renewed,     // extended by its length, by database time
-    not_held,    // the row is not this owner's live lease any more: lost
-    row_locked,  // another transaction held the row past the lock wait: try again
+    enum class state { locked, busy, missing };
+    struct attempt {
+        row_lock_ops::state state = state::busy;
+        std::optional<std::int64_t> remaining_ms;  // busy: the lease holder's remaining lease, when known
+    };
+    // Opens a transaction and locks the key's row without waiting, but only
+    // when no live lease holds it and no live fair waiter is ahead (ticket and
+    // priority as in grant_request). `locked`: the transaction stays open
+    // until end_row_lock(), and the server ends it if it stays idle for
+    // lease_ms (so a frozen holder cannot keep the key). `busy` and `missing`
+    // leave no transaction open.
+    virtual attempt lock_row(std::string_view key, std::int64_t lease_ms, std::int64_t ticket,
+                             std::int64_t priority) = 0;
+    // Ends the transaction opened by lock_row (rolling it back).
+    virtual void end_row_lock() = 0;
+    // Creates the key's row (free) if it does not exist yet.
+    virtual void ensure_row(std::string_view key) = 0;
+    // Bumps and returns the key's fencing counter, marking it as held by a row
+    // lock. Only called while the caller holds the key's row lock on another
+    // session. Empty when the fence row stayed locked past the row lock
+    // timeout (an earlier holder's fenced transaction is still open):
+    // contention, nothing bumped.
+    virtual std::optional<std::int64_t> bump_token(std::string_view key) = 0;
+    // The key's fencing counter as committed (0: never granted). A holder's
+    // ping: it proves the connection alive, and a token other than its own
+    // means the lock was broken (force_release).
+    virtual std::int64_t fence_token(std::string_view key) = 0;
 };
 
 // One connection. Not thread-safe: the pool lends it to one thread at a time.
@@ -165,11 +190,14 @@ public:
     // zero restores the client's statement timeout. The watchdog lowers it
     // when a later answer would come after a lease's deadline anyway.
     virtual void bound_waits(std::chrono::milliseconds bound) = 0;
-    // Deletes up to `limit` expired unique_insert rows, skipping rows another
-    // transaction has locked; the delete re-checks expiry. Returns the count.
+
+    // The sweeper: deletes up to `limit` expired unique_insert rows (skipping
+    // rows another transaction has locked; the delete re-checks expiry), dead
+    // waiter rows, and ledger rows started more than retention_ms ago.
+    // Each returns the count.
     virtual std::size_t sweep(std::size_t limit) = 0;
-    // Deletes up to `limit` dead waiter rows. Returns the count.
     virtual std::size_t sweep_waiters(std::size_t limit) = 0;
+    virtual std::size_t sweep_jobs(std::int64_t retention_ms, std::size_t limit) = 0;
 
     // The waiter queue: take a ticket, leave the queue, heartbeat tickets
     // (returns, per entry, whether the row was still live and is renewed).
@@ -177,28 +205,9 @@ public:
     virtual void dequeue(std::int64_t ticket) = 0;
     virtual std::vector<bool> beat_waiters(const std::vector<heartbeat>& batch) = 0;
 
-    // select_for_update: opens a transaction and locks the key's row without
-    // waiting. `locked` means the row is ours and no lease holds it; the
-    // transaction stays open until end_row_lock(), and the server ends it if
-    // it stays idle for lease_ms (so a frozen holder cannot keep the key).
-    // `busy` and `missing` leave no transaction open. remaining_ms is set for
-    // a lease-held row when asked.
-    // ticket/priority: the requester's queue position, as in grant_request.
-    virtual row_lock lock_row(std::string_view key, std::int64_t lease_ms, std::int64_t ticket,
-                              std::int64_t priority, std::optional<std::int64_t>* remaining_ms) = 0;
-    // Ends the transaction opened by lock_row (rolling it back).
-    virtual void end_row_lock() = 0;
-    // Creates the key's row (free) if it does not exist yet.
-    virtual void ensure_row(std::string_view key) = 0;
-    // Bumps and returns the key's fencing counter. Only called while the
-    // caller holds the key's row lock on another session. Empty when the
-    // fence row stayed locked past the row lock timeout (an earlier holder's
-    // fenced transaction is still open): contention, nothing bumped.
-    virtual std::optional<std::int64_t> bump_token(std::string_view key) = 0;
-    // The key's fencing counter as committed (0: never granted). A
-    // select_for_update holder's ping: proves its connection alive, and a
-    // token other than its own means the lock was broken (force_release).
-    virtual std::int64_t fence_token(std::string_view key) = 0;
+    // select_for_update on this session; null when the backend has no row
+    // locks (then the dialect's capabilities say so too).
+    virtual row_lock_ops* row_locks() { return nullptr; }
 
     // Keys starting with `prefix`, sorted and after `after`, that may be held
     // right now (a live lease, or a latest grant by select_for_update, which
@@ -210,6 +219,7 @@ public:
     // Break-glass release in one transaction: bumps the key's fencing counter
     // and ends its live lease row. The new token; empty when never granted.
     virtual std::optional<std::int64_t> force_release(std::string_view key) = 0;
+    virtual lock_info inspect(std::string_view key) = 0;
 
     // Runs body in one transaction that first fences (key, token): it checks
     // by database time that the lease with that token holds the key, and
@@ -224,47 +234,51 @@ public:
     // Ledger rows, newest first: of one job (exact), or of every job whose
     // name starts with `job` (not exact; "" for every job).
     virtual std::vector<job_row> job_list(std::string_view job, bool exact, std::size_t limit) = 0;
-    // Deletes up to `limit` ledger rows started more than retention_ms ago.
-    virtual std::size_t sweep_jobs(std::int64_t retention_ms, std::size_t limit) = 0;
+
     // The database clock, in milliseconds since the Unix epoch.
     virtual std::int64_t now_ms() = 0;
-
-    virtual lock_info inspect(std::string_view key) = 0;
     virtual int schema_version() = 0;
     // Applies the dialect's migrations newer than the current version, under a
     // lock that serialises concurrent migrate() calls.
     virtual void migrate() = 0;
 };
 
-// Opens sessions to one database.
+// A connection that waits for wake-up notifications (PostgreSQL LISTEN).
+class notifier {
+public:
+    virtual ~notifier() = default;
+    // Waits up to timeout; true when at least one notification arrived.
+    // Throws connection_error when the connection is gone.
+    virtual bool wait(std::chrono::milliseconds timeout) = 0;
+};
+
+// Opens sessions to one database, and says what the backend can do.
 class dialect {
 public:
     virtual ~dialect() = default;
     virtual std::string_view name() const = 0;
-    virtual bool supports_row_locks() const = 0;
-    virtual bool supports_notify() const = 0;
+    virtual client_capabilities capabilities() const = 0;
+    // Statements and migrations, the table prefix applied.
+    virtual const sql_library& sql() const = 0;
     virtual std::unique_ptr<session> connect() = 0;
-    // A dedicated connection listening on `channel`, or null when the backend
-    // has no notifications (waiters then poll).
+    // A dedicated connection listening on `channel`; only when
+    // capabilities().wake_ups.
     virtual std::unique_ptr<notifier> listen(const std::string& channel) = 0;
+    // The statement an application runs to fence a write (lease::fence_sql);
+    // throws config_error when the backend has no such SQL function.
+    virtual std::string fence_sql() const = 0;
+    // Fences the transaction open on the application's own connection
+    // (`native`: the driver's handle), for backends whose fence helper lives
+    // in the library (sqlock::sqlite::fence). Throws lease_lost_error when the
+    // lease (key, token) is not held; config_error on other backends.
+    virtual void fence_native(void* native, std::string_view key, std::int64_t token) const;
 };
 
-// The batch as a JSON array of {"k": key, "o": owner, "ms": lease}, for
-// dialects that unpack it in SQL (jsonb_to_recordset, json_each).
-std::string renewals_json(const std::vector<renewal>& batch);
-// The heartbeat batch as a JSON array of {"t": ticket, "ms": lease}.
-std::string heartbeats_json(const std::vector<heartbeat>& batch);
-
-// Why a lease is not held, from what a fence read ("" when it is held):
-// current is the key's last token (none: never granted), lease_token the
-// token of its lease row, live whether that lease is unexpired.
-std::string fence_reason(std::string_view key, std::int64_t token, std::optional<std::int64_t> current,
-                         std::optional<std::int64_t> lease_token, bool live);
-
 // Factories, one per backend; each throws config_error naming its CMake
-// option when the backend was left out of the build.
-std::unique_ptr<dialect> make_postgres(const url_parts& url, const dialect_context& ctx);
-std::unique_ptr<dialect> make_mysql(const url_parts& url, const dialect_context& ctx);
-std::unique_ptr<dialect> make_sqlite(const url_parts& url, const dialect_context& ctx);
+// option when the backend was left out of the build, and config_error for a
+// URL it cannot parse.
+std::unique_ptr<dialect> make_postgres(const dialect_context& ctx);
+std::unique_ptr<dialect> make_mysql(const dialect_context& ctx);
+std::unique_ptr<dialect> make_sqlite(const dialect_context& ctx);
 
 }  // namespace sqlock::detail

@@ -1,6 +1,6 @@
 #include "watchdog/deadline_timer.hpp"
 
-#include "core/client_impl.hpp"
+#include "watchdog/clock.hpp"
 
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -17,17 +17,17 @@
 
 namespace sqlock::detail {
 
-constexpr std::int64_t never = std::numeric_limits<std::int64_t>::max();
+constexpr std::int64_t never = never_ns;
 
 // Shared by the client side and the thread, so that a client destroyed on
 // the timer's own thread (its last lease dropped there) leaves the thread
 // valid state in which to see `stopping`.
 struct deadline_timer::state {
-    std::function<void(grant&)> expire;
+    std::function<void(lease_timing&)> expire;
     int timer = -1;  // CLOCK_BOOTTIME timerfd
     int event = -1;  // eventfd: stop
     std::mutex mu;
-    std::vector<std::weak_ptr<grant>> watched;
+    std::vector<std::weak_ptr<lease_timing>> watched;
     std::int64_t armed = never;  // the deadline the timerfd is set for (lease_clock ns)
     std::size_t compact_at = 64;  // watch() drops finished grants when the list reaches this
     bool stopping = false;
@@ -60,7 +60,7 @@ struct deadline_timer::state {
             // Grants locked here are let go after the mutex: the last
             // reference to a grant may be the last to its client, whose
             // destruction stops this timer (and takes the mutex).
-            std::vector<std::shared_ptr<grant>> due, seen;
+            std::vector<std::shared_ptr<lease_timing>> due, seen;
             {
                 std::lock_guard lock(mu);
                 if (stopping) return;
@@ -92,7 +92,7 @@ struct deadline_timer::state {
     }
 };
 
-deadline_timer::deadline_timer(std::function<void(grant&)> expire) : state_(std::make_shared<state>()) {
+deadline_timer::deadline_timer(std::function<void(lease_timing&)> expire) : state_(std::make_shared<state>()) {
     state_->expire = std::move(expire);
     state_->timer = ::timerfd_create(CLOCK_BOOTTIME, TFD_CLOEXEC | TFD_NONBLOCK);
     state_->event = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -112,14 +112,14 @@ deadline_timer::~deadline_timer() {
     else thread_.join();
 }
 
-void deadline_timer::watch(const std::shared_ptr<grant>& g) {
-    std::vector<std::shared_ptr<grant>> seen;  // let go after the mutex (see main)
+void deadline_timer::watch(const std::shared_ptr<lease_timing>& g) {
+    std::vector<std::shared_ptr<lease_timing>> seen;  // let go after the mutex (see main)
     std::lock_guard lock(state_->mu);
     auto& watched = state_->watched;
     if (watched.size() >= state_->compact_at) {
         // Released grants leave the list when the timer next fires; with many
         // short holds and long leases, that can be a while.
-        std::erase_if(watched, [&](const std::weak_ptr<grant>& w) {
+        std::erase_if(watched, [&](const std::weak_ptr<lease_timing>& w) {
             auto x = w.lock();
             const bool done = !x || x->lost.load() || x->released.load();
             if (x) seen.push_back(std::move(x));

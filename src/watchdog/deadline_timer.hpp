@@ -6,6 +6,8 @@
 // guardian past the deadline. It sleeps on a CLOCK_BOOTTIME timerfd, so a
 // machine suspend counts towards deadlines as the database's clock does.
 
+#include "watchdog/schedule.hpp"
+
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -13,20 +15,18 @@
 
 namespace sqlock::detail {
 
-struct grant;
-
 class deadline_timer {
 public:
-    // expire(g) is called on the timer's thread for each watched grant whose
+    // expire(l) is called on the timer's thread for each watched lease whose
     // deadline has passed and that is neither lost nor released.
-    explicit deadline_timer(std::function<void(grant&)> expire);
+    explicit deadline_timer(std::function<void(lease_timing&)> expire);
     // Stops and joins the thread (detaches it when called on that thread).
     ~deadline_timer();
     deadline_timer(const deadline_timer&) = delete;
     deadline_timer& operator=(const deadline_timer&) = delete;
 
-    // Watches g (weakly) until it is lost or released. Thread-safe.
-    void watch(const std::shared_ptr<grant>& g);
+    // Watches a lease (weakly) until it is lost or released. Thread-safe.
+    void watch(const std::shared_ptr<lease_timing>& lease);
 
 private:
     struct state;

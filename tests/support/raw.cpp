@@ -3,7 +3,8 @@
 
 #include "support/backends.hpp"
 
-#include "core/url.hpp"
+#include "dialects/mysql/mysql_url.hpp"
+#include "dialects/sqlite/sqlite_url.hpp"
 
 #include <sqlock/mysql.hpp>
 #include <sqlock/postgres.hpp>
@@ -93,7 +94,7 @@ public:
     explicit my_raw(const std::string& url) {
         // The library's own URL parser (std::regex trips g++ 12's
         // maybe-uninitialized warning under -O2 with sanitizers).
-        const auto u = sqlock::detail::parse_url(url);
+        const auto u = sqlock::detail::parse_mysql_url(url);
         sql::ConnectOptionsMap opts;
         opts["hostName"] = sql::SQLString("tcp://" + u.host + ":" + std::to_string(u.port ? u.port : 3306));
         opts["userName"] = sql::SQLString(u.user);
@@ -127,7 +128,7 @@ private:
 }  // namespace
 
 std::unique_ptr<raw_connection> raw_connection_for(const std::string& url) {
-    if (url.rfind("sqlite:", 0) == 0) return std::make_unique<sqlite_raw>(sqlock::detail::parse_url(url).path);
+    if (url.rfind("sqlite:", 0) == 0) return std::make_unique<sqlite_raw>(sqlock::detail::parse_sqlite_path(url));
     if (url.rfind("postgres", 0) == 0) return std::make_unique<pg_raw>(url);
     return std::make_unique<my_raw>(url);
 }

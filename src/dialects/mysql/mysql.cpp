@@ -3,10 +3,11 @@
 // grant is a stored procedure (migrations/mysql/0004_grant_procedure.sql):
 // one CALL runs the whole transaction inside the server.
 
-#include "core/fault.hpp"
-#include "core/sql_library.hpp"
-#include "core/url.hpp"
+#include "dialects/common/common.hpp"
+#include "dialects/common/fault.hpp"
+#include "dialects/common/sql_library.hpp"
 #include "dialects/dialect.hpp"
+#include "dialects/mysql/mysql_url.hpp"
 
 #include <sqlock/errors.hpp>
 
@@ -30,9 +31,10 @@ constexpr const char* dialect_name = "mysql";
 
 // MariaDB error numbers (include/mysqld_error.h, errmsg.h).
 constexpr int er_dup_entry = 1062;
-constexpr int er_lock_wait_timeout = 1205;  // also FOR UPDATE NOWAIT on MariaDB
+constexpr int er_lock_wait_timeout = 1205;  // also NOWAIT and a lock wait of 0
 constexpr int er_lock_deadlock = 1213;
 constexpr int er_no_such_table = 1146;
+constexpr int er_signal_exception = 1644;   // SIGNAL SQLSTATE '45000' (the fence)
 constexpr int er_statement_timeout = 1969;  // max_statement_time exceeded
 
 // How long migrate() waits for a concurrent migrate() to finish.
@@ -58,6 +60,11 @@ bool is_connection_error(int code) {
 
 bool is_contention(int code) { return code == er_lock_wait_timeout || code == er_lock_deadlock; }
 
+int seconds_up(std::chrono::milliseconds ms) {
+    auto s = static_cast<int>((ms.count() + 999) / 1000);
+    return s < 1 ? 1 : s;
+}
+
 sql::Driver* driver() {
     // get_driver_instance() is not safe to race on its first call.
     static std::once_flag once;
@@ -66,37 +73,65 @@ sql::Driver* driver() {
     return instance;
 }
 
-struct mysql_target {
-    std::string host;  // "tcp://host:port" or "unix://path"
-    std::string user, password, database;
+// Binds the arguments to placeholders 1, 2, ... in order.
+void bind_one(sql::PreparedStatement& ps, unsigned i, std::string_view v) { ps.setString(i, std::string(v)); }
+void bind_one(sql::PreparedStatement& ps, unsigned i, std::int64_t v) { ps.setInt64(i, v); }
+void bind_one(sql::PreparedStatement& ps, unsigned i, int v) { ps.setInt(i, v); }
+void bind_one(sql::PreparedStatement& ps, unsigned i, bool v) { ps.setBoolean(i, v); }
+template <class... Args>
+void bind_all(sql::PreparedStatement& ps, const Args&... args) {
+    unsigned i = 1;
+    (bind_one(ps, i++, args), ...);
+}
+
+// A result row read by column index (from 0), NULL as "" or 0.
+struct my_row {
+    sql::ResultSet& rs;
+    std::string text(int i) const {
+        const auto c = static_cast<unsigned>(i + 1);
+        return rs.isNull(c) ? std::string() : std::string(rs.getString(c));
+    }
+    std::int64_t integer(int i) const {
+        const auto c = static_cast<unsigned>(i + 1);
+        return rs.isNull(c) ? 0 : static_cast<std::int64_t>(rs.getInt64(c));
+    }
 };
 
-class my_session final : public session {
+struct my_setup {
+    const dialect_context& ctx;
+    const sql_library& sql;
+    mysql_url target;
+};
+
+class my_session final : public session, public row_lock_ops {
 public:
-    my_session(const mysql_target& t, const dialect_context& ctx) : ctx_(ctx) {
+    explicit my_session(const my_setup& setup) : setup_(setup), ctx_(setup.ctx) {
+        const auto& t = setup.target;
         // ConnectOptionsMap must be a named lvalue, and unknown keys are
         // silently ignored: every key here is one the connector knows.
         sql::ConnectOptionsMap opts;
-        opts["hostName"] = sql::SQLString(t.host);
+        opts["hostName"] = sql::SQLString(t.socket.empty() ? "tcp://" + t.host + ":" + std::to_string(t.port ? t.port : 3306)
+                                                            : "unix://" + t.socket);
         opts["userName"] = sql::SQLString(t.user);
         opts["password"] = sql::SQLString(t.password);
         opts["schema"] = sql::SQLString(t.database);
         opts["OPT_CHARSET_NAME"] = sql::SQLString("utf8mb4");
         // Affected rows count matched rows, so a same-value UPDATE is not 0.
         opts["CLIENT_FOUND_ROWS"] = true;
-        opts["OPT_CONNECT_TIMEOUT"] = seconds_up(ctx.options.connect_timeout);
-        opts["OPT_READ_TIMEOUT"] = seconds_up(ctx.options.statement_timeout) + 1;
-        opts["OPT_WRITE_TIMEOUT"] = seconds_up(ctx.options.statement_timeout) + 1;
+        opts["OPT_CONNECT_TIMEOUT"] = seconds_up(ctx_.options.connect_timeout);
+        opts["OPT_READ_TIMEOUT"] = seconds_up(ctx_.options.statement_timeout) + 1;
+        opts["OPT_WRITE_TIMEOUT"] = seconds_up(ctx_.options.statement_timeout) + 1;
         try {
             conn_.reset(driver()->connect(opts));
             stmt_.reset(conn_->createStatement());
-            auto& setup = prepared("session_setup");
-            setup.setInt(1, seconds_up(ctx.options.row_lock_timeout));
-            setup.setDouble(2, static_cast<double>(ctx.options.statement_timeout.count()) / 1000.0);
-            setup.setInt(3, seconds_up(ctx.options.statement_timeout));
+            auto& setup_ps = prepared("session_setup");
+            bind_all(setup_ps, seconds_up(ctx_.options.row_lock_timeout), seconds_up(ctx_.options.statement_timeout),
+                 seconds_up(ctx_.options.statement_timeout));
+            // max_statement_time takes fractions of a second.
+            setup_ps.setDouble(2, static_cast<double>(ctx_.options.statement_timeout.count()) / 1000.0);
             count();
-            setup.execute();
-            exec(ctx_.sql->get("session_isolation"));
+            setup_ps.execute();
+            exec(setup_.sql.get("session_isolation"));
         } catch (const sql::SQLException& e) {
             throw connection_error("cannot connect to MySQL at " + ctx_.redacted_url + ": " +
                                    scrub(e.what(), ctx_.secrets) + " (error " + std::to_string(e.getErrorCode()) + ")");
@@ -106,7 +141,7 @@ public:
     grant_result grant(const grant_request& r) override {
         return guarded("grant", [&]() -> grant_result {
             auto& call = prepared("grant");
-            bind(call, r.key, r.owner, std::string_view(to_string(r.mode)), r.lease_ms, r.holder, r.note, r.ticket,
+            bind_all(call, r.key, r.owner, std::string_view(to_string(r.mode)), r.lease_ms, r.holder, r.note, r.ticket,
                  r.priority);
             count();
             try {
@@ -136,11 +171,8 @@ public:
         // row, which it locks only when no lease is live on it: the lease is
         // not ours any more.
         return guarded("release", [&] {
-            auto& ps = prepared(m == mode::unique_insert ? "release_delete" : "release_clear");
-            bind(ps, key, owner);
-            count();
             try {
-                return ps.executeUpdate() == 1;
+                return update(m == mode::unique_insert ? "release_delete" : "release_clear", key, owner) == 1;
             } catch (const sql::SQLException& e) {
                 if (e.getErrorCode() == er_lock_wait_timeout) return false;
                 throw;
@@ -150,11 +182,9 @@ public:
 
     renew_result renew(std::string_view key, std::string_view owner, std::int64_t lease_ms, bool wait) override {
         return guarded("renew", [&] {
-            auto& ps = prepared(wait ? "renew" : "renew_nowait");
-            bind(ps, lease_ms, key, owner);
-            count();
             try {
-                return ps.executeUpdate() == 1 ? renew_result::renewed : renew_result::not_held;
+                return update(wait ? "renew" : "renew_nowait", lease_ms, key, owner) == 1 ? renew_result::renewed
+                                                                                        : renew_result::not_held;
             } catch (const sql::SQLException& e) {
                 if (e.getErrorCode() == er_lock_wait_timeout) return renew_result::row_locked;
                 throw;
@@ -168,7 +198,6 @@ public:
 
     std::vector<bool> renew_batch(const std::vector<renewal>& batch) override {
         return guarded("renew_batch", [&] {
-            std::vector<bool> out(batch.size(), true);
             auto& ps = generated("renew_batch", batch.size(),
                                  {{"/*KEYS*/", "?", ", "}, {"/*MS*/", "?", ", "}, {"/*PAIRS*/", "(?, ?)", ", "}});
             unsigned i = 1;
@@ -183,91 +212,30 @@ public:
             try {
                 renewed = static_cast<std::size_t>(ps.executeUpdate());
             } catch (const sql::SQLException& e) {
-                // A row another transaction kept locked past the lock wait
-                // failed the statement (an UPDATE cannot SKIP LOCKED here):
-                // nothing was renewed; the caller renews each lease alone.
+                // A row another transaction has locked failed the statement
+                // (an UPDATE cannot SKIP LOCKED here): nothing was renewed;
+                // the caller renews each lease alone.
                 if (e.getErrorCode() != er_lock_wait_timeout) throw;
                 return std::vector<bool>(batch.size(), false);
             }
-            if (renewed == batch.size()) return out;
+            if (renewed == batch.size()) return std::vector<bool>(batch.size(), true);
             // Some were not renewed: ask which owners still hold a live lease.
             auto& check = generated("renewed_owners", batch.size(), {{"/*OWNERS*/", "?", ", "}});
             i = 1;
             for (const auto& r : batch) check.setString(i++, std::string(r.owner));
-            count();
-            std::unique_ptr<sql::ResultSet> rs(check.executeQuery());
             std::set<std::string> live;
-            while (rs->next()) live.insert(rs->getString(1));
-            for (std::size_t j = 0; j < batch.size(); ++j) out[j] = live.count(std::string(batch[j].owner)) > 0;
-            return out;
-        });
-    }
-
-    std::int64_t enqueue(const waiter_request& w) override {
-        return guarded("enqueue", [&] {
-            auto& ps = prepared("enqueue");
-            ps.setString(1, std::string(w.key));
-            ps.setString(2, std::string(w.owner));
-            ps.setBoolean(3, w.fair);
-            ps.setInt(4, w.priority);
-            ps.setInt64(5, w.lease_ms);
-            ps.setString(6, std::string(w.listener));
-            ps.setString(7, std::string(w.holder));
-            count();
-            std::unique_ptr<sql::ResultSet> rs(ps.executeQuery());
-            if (!rs->next()) throw db_error(dialect_name, "", "enqueue returned no ticket");
-            return rs->getInt64(1);
-        });
-    }
-
-    void dequeue(std::int64_t ticket) override {
-        guarded("dequeue", [&] { dequeue_now(ticket); });
-    }
-
-    std::vector<bool> beat_waiters(const std::vector<heartbeat>& batch) override {
-        return guarded("beat_waiters", [&] {
-            std::vector<bool> out(batch.size(), true);
-            auto& ps = generated("beat_waiters", batch.size(),
-                                 {{"/*FIELD*/", "?", ", "}, {"/*MS*/", "?", ", "}, {"/*TICKETS*/", "?", ", "}});
-            unsigned i = 1;
-            for (const auto& h : batch) ps.setInt64(i++, h.ticket);
-            for (const auto& h : batch) ps.setInt64(i++, h.lease_ms);
-            for (const auto& h : batch) ps.setInt64(i++, h.ticket);
-            count();
-            if (static_cast<std::size_t>(ps.executeUpdate()) == batch.size()) return out;
-            auto& check = generated("live_waiters", batch.size(), {{"/*TICKETS*/", "?", ", "}});
-            i = 1;
-            for (const auto& h : batch) check.setInt64(i++, h.ticket);
-            count();
-            std::unique_ptr<sql::ResultSet> rs(check.executeQuery());
-            std::set<std::int64_t> live;
-            while (rs->next()) live.insert(rs->getInt64(1));
-            for (std::size_t j = 0; j < batch.size(); ++j) out[j] = live.count(batch[j].ticket) > 0;
-            return out;
-        });
-    }
-
-    std::size_t sweep_waiters(std::size_t limit) override {
-        return guarded("sweep_waiters", [&] {
-            auto& ps = prepared("sweep_waiters");
-            ps.setInt64(1, static_cast<std::int64_t>(limit));
-            count();
-            return static_cast<std::size_t>(ps.executeUpdate());
+            for_rows(check, [&](sql::ResultSet& rs) { live.insert(rs.getString(1)); });
+            return present_in(batch, live, [](const renewal& r) { return r.owner; });
         });
     }
 
     std::size_t sweep(std::size_t limit) override {
         return guarded("sweep", [&] {
-            exec("START TRANSACTION");
-            in_tx_ = true;
+            begin();
             std::vector<std::string> keys;
-            {
-                auto& pick = prepared("sweep_pick");
-                pick.setInt64(1, static_cast<std::int64_t>(limit));
-                count();
-                std::unique_ptr<sql::ResultSet> rs(pick.executeQuery());
-                while (rs->next()) keys.push_back(rs->getString(1));
-            }
+            auto& pick = prepared("sweep_pick");
+            bind_all(pick, static_cast<std::int64_t>(limit));
+            for_rows(pick, [&](sql::ResultSet& rs) { keys.push_back(rs.getString(1)); });
             std::size_t deleted = 0;
             if (!keys.empty()) {
                 auto& del = generated("sweep_delete", keys.size(), {{"/*KEYS*/", "?", ", "}});
@@ -275,45 +243,80 @@ public:
                 count();
                 deleted = static_cast<std::size_t>(del.executeUpdate());
             }
-            exec("COMMIT");
-            in_tx_ = false;
+            commit();
             return deleted;
         });
     }
 
-    row_lock lock_row(std::string_view key, std::int64_t lease_ms, std::int64_t ticket, std::int64_t priority,
-                      std::optional<std::int64_t>* remaining_ms) override {
-        return guarded("lock_row", [&] {
+    std::size_t sweep_waiters(std::size_t limit) override {
+        return guarded("sweep_waiters", [&] { return update("sweep_waiters", static_cast<std::int64_t>(limit)); });
+    }
+
+    std::size_t sweep_jobs(std::int64_t retention_ms, std::size_t limit) override {
+        return guarded("sweep_jobs",
+                       [&] { return update("sweep_jobs", retention_ms, static_cast<std::int64_t>(limit)); });
+    }
+
+    std::int64_t enqueue(const waiter_request& w) override {
+        return guarded("enqueue", [&] {
+            return scalar("enqueue", w.key, w.owner, w.fair, w.priority, w.lease_ms, w.listener, w.holder)
+                .value_or(0);
+        });
+    }
+
+    void dequeue(std::int64_t ticket) override {
+        guarded("dequeue", [&] { update("dequeue", ticket); });
+    }
+
+    std::vector<bool> beat_waiters(const std::vector<heartbeat>& batch) override {
+        return guarded("beat_waiters", [&] {
+            auto& ps = generated("beat_waiters", batch.size(),
+                                 {{"/*FIELD*/", "?", ", "}, {"/*MS*/", "?", ", "}, {"/*TICKETS*/", "?", ", "}});
+            unsigned i = 1;
+            for (const auto& h : batch) ps.setInt64(i++, h.ticket);
+            for (const auto& h : batch) ps.setInt64(i++, h.lease_ms);
+            for (const auto& h : batch) ps.setInt64(i++, h.ticket);
+            count();
+            if (static_cast<std::size_t>(ps.executeUpdate()) == batch.size())
+                return std::vector<bool>(batch.size(), true);
+            auto& check = generated("live_waiters", batch.size(), {{"/*TICKETS*/", "?", ", "}});
+            i = 1;
+            for (const auto& h : batch) check.setInt64(i++, h.ticket);
+            std::set<std::int64_t> live;
+            for_rows(check, [&](sql::ResultSet& rs) { live.insert(rs.getInt64(1)); });
+            return present_in(batch, live, [](const heartbeat& h) { return h.ticket; });
+        });
+    }
+
+    row_lock_ops* row_locks() override { return this; }
+
+    attempt lock_row(std::string_view key, std::int64_t lease_ms, std::int64_t ticket,
+                     std::int64_t priority) override {
+        return guarded("lock_row", [&]() -> attempt {
             const int idle_s = seconds_up(std::chrono::milliseconds(lease_ms));
             if (pinned_for_s_ != idle_s) {
-                auto& pin = prepared("pin_session");
-                pin.setInt(1, idle_s);
-                count();
-                pin.execute();
+                update("pin_session", idle_s);
                 pinned_for_s_ = idle_s;
             }
-            exec("START TRANSACTION");
-            in_tx_ = true;
+            begin();
             try {
-                auto& lock = prepared("lock_row");
-                bind(lock, key, key, priority, priority, ticket);
-                count();
-                if (lock.executeUpdate() == 1) return row_lock::locked;
+                if (update("lock_row", key, key, priority, priority, ticket) == 1) return {state::locked, std::nullopt};
             } catch (const sql::SQLException& e) {
                 if (!is_contention(e.getErrorCode())) throw;
                 rollback();
-                return row_lock::busy;
+                return {state::busy, std::nullopt};
             }
-            auto& state = prepared("lock_row_state");
-            bind(state, key);
-            count();
-            std::unique_ptr<sql::ResultSet> rs(state.executeQuery());
-            rs->next();  // always one row
-            const bool present = rs->getBoolean(1);
-            if (present && remaining_ms && !rs->isNull(2)) *remaining_ms = rs->getInt64(2);
-            rs.reset();
+            // Not free: absent, or held. Read which, without locking.
+            attempt out{state::missing, std::nullopt};
+            auto& ps = prepared("lock_row_state");
+            bind_all(ps, key);
+            for_rows(ps, [&](sql::ResultSet& rs) {
+                if (!rs.getBoolean(1)) return;
+                out.state = state::busy;
+                if (!rs.isNull(2)) out.remaining_ms = rs.getInt64(2);
+            });
             rollback();
-            return present ? row_lock::busy : row_lock::missing;
+            return out;
         });
     }
 
@@ -324,18 +327,13 @@ public:
     }
 
     void ensure_row(std::string_view key) override {
-        guarded("ensure_row", [&] {
-            auto& ps = prepared("ensure_row");
-            ps.setString(1, std::string(key));
-            count();
-            ps.executeUpdate();
-        });
+        guarded("ensure_row", [&] { update("ensure_row", key); });
     }
 
     std::optional<std::int64_t> bump_token(std::string_view key) override {
         return guarded("bump_token", [&]() -> std::optional<std::int64_t> {
             try {
-                return bump(key, "bump_row_lock_token");
+                return scalar("bump_row_lock_token", key);
             } catch (const sql::SQLException& e) {
                 // An earlier holder's fenced transaction share-locks the fence row.
                 if (e.getErrorCode() == er_lock_wait_timeout) return std::nullopt;
@@ -345,20 +343,15 @@ public:
     }
 
     std::int64_t fence_token(std::string_view key) override {
-        return guarded("ping", [&] { return read_token(key); });
+        return guarded("ping", [&] { return scalar("read_token", key).value_or(0); });
     }
 
     std::vector<std::string> held_keys(std::string_view prefix, std::string_view after, std::size_t limit) override {
         return guarded("listing held keys", [&] {
             auto& ps = prepared("held_keys");
-            ps.setString(1, std::string(prefix));
-            ps.setString(2, std::string(prefix));
-            ps.setString(3, std::string(after));
-            ps.setInt64(4, static_cast<std::int64_t>(limit));
-            count();
-            std::unique_ptr<sql::ResultSet> rs(ps.executeQuery());
+            bind_all(ps, prefix, prefix, after, static_cast<std::int64_t>(limit));
             std::vector<std::string> out;
-            while (rs->next()) out.push_back(rs->getString(1));
+            for_rows(ps, [&](sql::ResultSet& rs) { out.push_back(rs.getString(1)); });
             return out;
         });
     }
@@ -366,53 +359,37 @@ public:
     std::vector<waiter_info> waiters(std::string_view prefix, std::size_t limit) override {
         return guarded("listing waiters", [&] {
             auto& ps = prepared("waiters");
-            ps.setString(1, std::string(prefix));
-            ps.setString(2, std::string(prefix));
-            ps.setInt64(3, static_cast<std::int64_t>(limit));
-            count();
-            std::unique_ptr<sql::ResultSet> rs(ps.executeQuery());
+            bind_all(ps, prefix, prefix, static_cast<std::int64_t>(limit));
             std::vector<waiter_info> out;
-            while (rs->next())
-                out.push_back({.key = rs->getString(1),
-                               .ticket = rs->getInt64(2),
-                               .owner = rs->getString(3),
-                               .holder = rs->isNull(4) ? "" : std::string(rs->getString(4)),
-                               .fair = rs->getBoolean(5),
-                               .priority = rs->getInt(6),
-                               .waited = std::chrono::milliseconds(rs->getInt64(7)),
-                               .expires_in = std::chrono::milliseconds(rs->getInt64(8))});
+            for_rows(ps, [&](sql::ResultSet& rs) {
+                const my_row r{rs};
+                out.push_back({.key = r.text(0),
+                               .ticket = r.integer(1),
+                               .owner = r.text(2),
+                               .holder = r.text(3),
+                               .fair = rs.getBoolean(5),
+                               .priority = static_cast<int>(r.integer(5)),
+                               .waited = std::chrono::milliseconds(r.integer(6)),
+                               .expires_in = std::chrono::milliseconds(r.integer(7))});
+            });
             return out;
         });
     }
 
     std::optional<std::int64_t> force_release(std::string_view key) override {
         return guarded("force_release", [&]() -> std::optional<std::int64_t> {
-            exec("START TRANSACTION");
-            in_tx_ = true;
-            bool live;
-            {
-                auto& ps = prepared("force_live");
-                ps.setString(1, std::string(key));
-                count();
-                std::unique_ptr<sql::ResultSet> rs(ps.executeQuery());
-                live = rs->next();
-            }
-            if (live) {
-                auto& expire = prepared("force_expire");
-                expire.setString(1, std::string(key));
-                count();
-                expire.executeUpdate();
-            }
-            auto& bump_ps = prepared("force_bump");
-            bump_ps.setString(1, std::string(key));
-            count();
-            if (bump_ps.executeUpdate() == 0) {
+            begin();
+            bool live = false;
+            auto& ps = prepared("force_live");
+            bind_all(ps, key);
+            for_rows(ps, [&](sql::ResultSet&) { live = true; });
+            if (live) update("force_expire", key);
+            if (update("force_bump", key) == 0) {
                 rollback();
                 return std::nullopt;
             }
-            const std::int64_t token = read_token(key);
-            exec("COMMIT");
-            in_tx_ = false;
+            const auto token = scalar("read_token", key);
+            commit();
             return token;
         });
     }
@@ -422,36 +399,90 @@ public:
             lock_info info;
             info.key = std::string(key);
             bool row_exists = false;
-            {
-                auto& ps = prepared("inspect_lock");
-                ps.setString(1, std::string(key));
-                count();
-                std::unique_ptr<sql::ResultSet> rs(ps.executeQuery());
-                if (rs->next()) {
-                    row_exists = true;
-                    if (!rs->isNull(5)) {
-                        info.held = true;
-                        info.owner = rs->getString(1);
-                        info.mode = rs->isNull(2) ? "" : std::string(rs->getString(2));
-                        info.holder = rs->isNull(3) ? "" : std::string(rs->getString(3));
-                        info.note = rs->isNull(4) ? "" : std::string(rs->getString(4));
-                        info.expires_in = std::chrono::milliseconds(rs->getInt64(5));
-                    }
-                }
-            }
-            info.token = read_token(key);
+            auto& ps = prepared("inspect_lock");
+            bind_all(ps, key);
+            for_rows(ps, [&](sql::ResultSet& rs) {
+                row_exists = true;
+                if (rs.isNull(5)) return;
+                const my_row r{rs};
+                info.held = true;
+                info.owner = r.text(0);
+                info.mode = r.text(1);
+                info.holder = r.text(2);
+                info.note = r.text(3);
+                info.expires_in = std::chrono::milliseconds(r.integer(4));
+            });
+            info.token = scalar("read_token", key).value_or(0);
             if (row_exists && !info.held) {
-                auto& ps = prepared("inspect_row_free");
-                ps.setString(1, std::string(key));
-                count();
-                std::unique_ptr<sql::ResultSet> rs(ps.executeQuery());
-                if (!rs->next()) {
+                // The row is there, free by its lease columns: a row lock may hold it.
+                bool free = false;
+                auto& probe = prepared("inspect_row_free");
+                bind_all(probe, key);
+                for_rows(probe, [&](sql::ResultSet&) { free = true; });
+                if (!free) {
                     info.held = true;
                     info.mode = to_string(mode::select_for_update);
                 }
             }
             return info;
         });
+    }
+
+    fence_result fenced(std::string_view key, std::int64_t token,
+                        const std::function<bool(ledger&)>& body) override {
+        return guarded("fenced transaction", [&]() -> fence_result {
+            begin();
+            try {
+                scalar("fence", key, token);
+            } catch (const sql::SQLException& e) {
+                if (e.getErrorCode() != er_signal_exception) throw;
+                rollback();
+                std::string msg = e.what();
+                if (msg.starts_with("sqlock: ")) msg.erase(0, 8);
+                return {false, msg};
+            }
+            my_ledger l(*this);
+            bool commit_it = false;
+            try {
+                commit_it = body(l);
+            } catch (const sql::SQLException&) {
+                throw;  // guarded() rolls back
+            } catch (...) {
+                rollback();
+                throw;
+            }
+            if (!commit_it) {
+                rollback();
+                return {true, ""};
+            }
+            commit();
+            fault(fault_point::fenced_commit_done);
+            return {true, ""};
+        });
+    }
+
+    job_row job_read(std::string_view job, std::string_view run_key) override {
+        return guarded("reading the job ledger", [&] {
+            auto& ps = prepared("job_row");
+            bind_all(ps, job, run_key);
+            job_row out;  // always one row: a left join from the clock
+            for_rows(ps, [&](sql::ResultSet& rs) { out = read_job_row(my_row{rs}); });
+            return out;
+        });
+    }
+
+    std::vector<job_row> job_list(std::string_view job, bool exact, std::size_t limit) override {
+        return guarded("listing the job ledger", [&] {
+            auto& ps = prepared("job_list");
+            bind_all(ps, exact, job, job, job, static_cast<std::int64_t>(limit));
+            std::vector<job_row> out;
+            for_rows(ps, [&](sql::ResultSet& rs) { out.push_back(read_job_row(my_row{rs})); });
+            return out;
+        });
+    }
+
+    std::int64_t now_ms() override {
+        return guarded("reading the clock", [&] { return scalar("now").value_or(0); });
     }
 
     int schema_version() override {
@@ -472,15 +503,11 @@ public:
             // read timeout (both from statement_timeout), and migrations on
             // a slow server can take longer than either.
             const auto give_up = std::chrono::steady_clock::now() + migrate_wait;
-            for (;;) {
-                auto& lock = prepared("migrate_lock");
-                count();
-                std::unique_ptr<sql::ResultSet> rs(lock.executeQuery());
-                if (rs->next() && rs->getInt(1) == 1) break;
+            while (scalar("migrate_lock").value_or(0) != 1) {
                 if (std::chrono::steady_clock::now() >= give_up)
                     throw db_error(dialect_name, "",
                                    "waited 2 minutes for another process's migrate() (the named lock '" +
-                                       ctx_.sql->prefix() + "migrate') to finish; try again");
+                                       setup_.sql.prefix() + "migrate') to finish; try again");
                 std::this_thread::sleep_for(std::chrono::milliseconds(100));
             }
             try {
@@ -490,7 +517,7 @@ public:
                 } catch (const sql::SQLException& e) {
                     if (e.getErrorCode() != er_no_such_table) throw;
                 }
-                for (const auto& m : ctx_.sql->migrations()) {
+                for (const auto& m : setup_.sql.migrations()) {
                     if (m.version <= current) continue;
                     for (const auto& statement : split_statements(m.text)) exec(statement);
                 }
@@ -503,180 +530,43 @@ public:
         });
     }
 
-    fence_result fenced(std::string_view key, std::int64_t token,
-                        const std::function<bool(ledger&)>& body) override {
-        return guarded("fenced transaction", [&]() -> fence_result {
-            exec("START TRANSACTION");
-            in_tx_ = true;
-            try {
-                auto& fence = prepared("fence");
-                fence.setString(1, std::string(key));
-                fence.setInt64(2, token);
-                count();
-                std::unique_ptr<sql::ResultSet> rs(fence.executeQuery());
-            } catch (const sql::SQLException& e) {
-                if (e.getErrorCode() != er_signal_exception) throw;
-                rollback();
-                std::string msg = e.what();
-                if (msg.starts_with("sqlock: ")) msg.erase(0, 8);
-                return {false, msg};
-            }
-            my_ledger l(*this);
-            bool commit = false;
-            try {
-                commit = body(l);
-            } catch (const sql::SQLException&) {
-                throw;  // guarded() rolls back
-            } catch (...) {
-                rollback();
-                throw;
-            }
-            if (commit) {
-                exec("COMMIT");
-                in_tx_ = false;
-                fault(fault_point::fenced_commit_done);
-            } else {
-                rollback();
-            }
-            return {true, ""};
-        });
-    }
-
-    job_row job_read(std::string_view job, std::string_view run_key) override {
-        return guarded("reading the job ledger", [&] {
-            auto& ps = prepared("job_row");
-            ps.setString(1, std::string(job));
-            ps.setString(2, std::string(run_key));
-            count();
-            std::unique_ptr<sql::ResultSet> rs(ps.executeQuery());
-            if (!rs->next()) throw db_error(dialect_name, "", "job ledger read returned no row");
-            return to_job_row(*rs);
-        });
-    }
-
-    std::vector<job_row> job_list(std::string_view job, bool exact, std::size_t limit) override {
-        return guarded("listing the job ledger", [&] {
-            auto& ps = prepared("job_list");
-            bind(ps, exact, job, job, job, static_cast<std::int64_t>(limit));
-            count();
-            std::unique_ptr<sql::ResultSet> rs(ps.executeQuery());
-            std::vector<job_row> out;
-            while (rs->next()) out.push_back(to_job_row(*rs));
-            return out;
-        });
-    }
-
-    std::size_t sweep_jobs(std::int64_t retention_ms, std::size_t limit) override {
-        return guarded("sweep_jobs", [&] {
-            auto& ps = prepared("sweep_jobs");
-            ps.setInt64(1, retention_ms);
-            ps.setInt64(2, static_cast<std::int64_t>(limit));
-            count();
-            return static_cast<std::size_t>(ps.executeUpdate());
-        });
-    }
-
-    std::int64_t now_ms() override {
-        return guarded("reading the clock", [&] {
-            count();
-            std::unique_ptr<sql::ResultSet> rs(stmt_->executeQuery(ctx_.sql->get("now")));
-            if (!rs->next()) throw db_error(dialect_name, "", "the clock query returned no row");
-            return rs->getInt64(1);
-        });
-    }
-
 private:
-    static constexpr int er_signal_exception = 1644;  // SIGNAL SQLSTATE '45000'
-
-    static std::string text_or_empty(sql::ResultSet& rs, unsigned col) {
-        return rs.isNull(col) ? std::string() : std::string(rs.getString(col));
-    }
-    static std::int64_t int_or_zero(sql::ResultSet& rs, unsigned col) {
-        return rs.isNull(col) ? 0 : static_cast<std::int64_t>(rs.getInt64(col));
-    }
-
-    static job_row to_job_row(sql::ResultSet& rs) {
-        job_row out;
-        out.status = text_or_empty(rs, 1);
-        out.owner = text_or_empty(rs, 2);
-        out.holder = text_or_empty(rs, 3);
-        out.token = int_or_zero(rs, 4);
-        out.attempts = static_cast<int>(int_or_zero(rs, 5));
-        out.started_ms = int_or_zero(rs, 6);
-        out.finished_ms = int_or_zero(rs, 7);
-        out.retry_ms = int_or_zero(rs, 8);
-        out.result = text_or_empty(rs, 9);
-        out.last_error = text_or_empty(rs, 10);
-        out.now_ms = int_or_zero(rs, 11);
-        out.job = text_or_empty(rs, 12);
-        out.run_key = text_or_empty(rs, 13);
-        return out;
-    }
-
     class my_ledger final : public ledger {
     public:
         explicit my_ledger(my_session& s) : s_(s) {}
         std::optional<job_row> read(std::string_view job, std::string_view run_key) override {
             auto& ps = s_.prepared("job_lock");
-            ps.setString(1, std::string(job));
-            ps.setString(2, std::string(run_key));
-            s_.count();
-            std::unique_ptr<sql::ResultSet> rs(ps.executeQuery());
-            if (!rs->next()) return std::nullopt;
-            return to_job_row(*rs);
+            bind_all(ps, job, run_key);
+            std::optional<job_row> out;
+            s_.for_rows(ps, [&](sql::ResultSet& rs) { out = read_job_row(my_row{rs}); });
+            return out;
         }
         void write(const job_write& w) override {
-            auto& ps = s_.prepared("job_write");
-            ps.setString(1, std::string(w.job));
-            ps.setString(2, std::string(w.run_key));
-            ps.setString(3, std::string(w.status));
-            ps.setString(4, std::string(w.owner));
-            ps.setString(5, std::string(w.holder));
-            ps.setInt64(6, w.token);
-            ps.setInt(7, w.attempts);
-            ps.setBoolean(8, w.starting);
-            ps.setInt64(9, w.retry_in_ms);
-            ps.setInt64(10, w.retry_in_ms);
-            ps.setString(11, std::string(w.result));
-            ps.setString(12, std::string(w.last_error));
-            ps.setBoolean(13, w.starting);
-            s_.count();
-            ps.executeUpdate();
+            s_.update("job_write", w.job, w.run_key, w.status, w.owner, w.holder, w.token, w.attempts, w.starting,
+                      w.retry_in_ms, w.retry_in_ms, w.result, w.last_error, w.starting);
         }
 
     private:
         my_session& s_;
     };
 
-    // Binds the arguments to placeholders 1, 2, ... in order.
-    template <class... Args>
-    static void bind(sql::PreparedStatement& ps, const Args&... args) {
-        unsigned i = 1;
-        (bind_one(ps, i++, args), ...);
-    }
-    static void bind_one(sql::PreparedStatement& ps, unsigned i, std::string_view v) { ps.setString(i, std::string(v)); }
-    static void bind_one(sql::PreparedStatement& ps, unsigned i, std::int64_t v) { ps.setInt64(i, v); }
-    static void bind_one(sql::PreparedStatement& ps, unsigned i, int v) { ps.setInt(i, v); }
-    static void bind_one(sql::PreparedStatement& ps, unsigned i, bool v) { ps.setBoolean(i, v); }
-
-    // A CALL answers with its result set and then a status: read past them,
-    // or the connection is out of sync for the next statement.
-    static void drain(sql::PreparedStatement& ps) {
-        while (ps.getMoreResults()) std::unique_ptr<sql::ResultSet> more(ps.getResultSet());
-    }
-
-    static int seconds_up(std::chrono::milliseconds ms) {
-        auto s = static_cast<int>((ms.count() + 999) / 1000);
-        return s < 1 ? 1 : s;
-    }
-
     void count() {
         if (ctx_.statements) ++*ctx_.statements;
     }
 
-    void exec(const std::string& sql) {
+    void exec(const std::string& text) {
         count();
-        stmt_->execute(sql);
+        stmt_->execute(text);
+    }
+
+    void begin() {
+        exec("START TRANSACTION");
+        in_tx_ = true;
+    }
+
+    void commit() {
+        exec("COMMIT");
+        in_tx_ = false;
     }
 
     void rollback() {
@@ -684,44 +574,56 @@ private:
         exec("ROLLBACK");
     }
 
+    // A prepared statement run for its affected-row count.
+    template <class... Args>
+    std::size_t update(const char* name, const Args&... args) {
+        auto& ps = prepared(name);
+        bind_all(ps, args...);
+        count();
+        return static_cast<std::size_t>(ps.executeUpdate());
+    }
+
+    // f(row) for each row of a prepared statement already bound. A CALL
+    // answers with its rows and then a status: read past both, or the
+    // connection is out of sync for the next statement.
+    template <class F>
+    void for_rows(sql::PreparedStatement& ps, F&& f) {
+        count();
+        {
+            std::unique_ptr<sql::ResultSet> rs(ps.executeQuery());
+            while (rs->next()) f(*rs);
+        }
+        drain(ps);
+    }
+
+    static void drain(sql::PreparedStatement& ps) {
+        while (ps.getMoreResults()) std::unique_ptr<sql::ResultSet> more(ps.getResultSet());
+    }
+
+    // The first column of the first row, when there is one and it is not NULL.
+    template <class... Args>
+    std::optional<std::int64_t> scalar(const char* name, const Args&... args) {
+        auto& ps = prepared(name);
+        bind_all(ps, args...);
+        std::optional<std::int64_t> out;
+        for_rows(ps, [&](sql::ResultSet& rs) {
+            if (!out && !rs.isNull(1)) out = rs.getInt64(1);
+        });
+        return out;
+    }
+
     void unlock_migration() {
         try {
-            count();
-            std::unique_ptr<sql::ResultSet> rs(prepared("migrate_unlock").executeQuery());
+            scalar("migrate_unlock");
         } catch (...) {
             // The lock dies with the connection anyway.
         }
     }
 
-    void dequeue_now(std::int64_t ticket) {
-        auto& ps = prepared("dequeue");
-        ps.setInt64(1, ticket);
-        count();
-        ps.executeUpdate();
-    }
-
     int read_version() {
         count();
-        std::unique_ptr<sql::ResultSet> rs(stmt_->executeQuery(ctx_.sql->get("schema_version")));
+        std::unique_ptr<sql::ResultSet> rs(stmt_->executeQuery(setup_.sql.get("schema_version")));
         return rs->next() ? rs->getInt(1) : 0;
-    }
-
-    std::int64_t read_token(std::string_view key) {
-        auto& ps = prepared("read_token");
-        ps.setString(1, std::string(key));
-        count();
-        std::unique_ptr<sql::ResultSet> rs(ps.executeQuery());
-        return rs->next() ? rs->getInt64(1) : 0;
-    }
-
-    // statement: bump_row_lock_token (select_for_update).
-    std::int64_t bump(std::string_view key, const char* statement) {
-        auto& ps = prepared(statement);
-        ps.setString(1, std::string(key));
-        count();
-        std::unique_ptr<sql::ResultSet> rs(ps.executeQuery());
-        if (!rs->next()) throw db_error(dialect_name, "", "fence bump returned no token");
-        return rs->getInt64(1);
     }
 
     // A marker in a statement's text, replaced by `group` repeated n times
@@ -745,13 +647,13 @@ private:
                     g = g->first.find('#') != std::string::npos ? prepared_.erase(g) : std::next(g);
                 generated_count_ = 1;
             }
-            std::string sql = ctx_.sql->get(name);
+            std::string text = setup_.sql.get(name);
             for (const auto& m : markers) {
                 std::string expanded = m.group;
                 for (std::size_t i = 1; i < n; ++i) expanded += std::string(m.separator) + m.group;
-                sql.replace(sql.rfind(m.marker), std::string_view(m.marker).size(), expanded);
+                text.replace(text.rfind(m.marker), std::string_view(m.marker).size(), expanded);
             }
-            it = prepared_.emplace(cache_key, std::unique_ptr<sql::PreparedStatement>(conn_->prepareStatement(sql)))
+            it = prepared_.emplace(cache_key, std::unique_ptr<sql::PreparedStatement>(conn_->prepareStatement(text)))
                      .first;
         }
         return *it->second;
@@ -761,7 +663,7 @@ private:
         auto it = prepared_.find(name);
         if (it == prepared_.end())
             it = prepared_.emplace(name, std::unique_ptr<sql::PreparedStatement>(
-                                             conn_->prepareStatement(ctx_.sql->get(name))))
+                                             conn_->prepareStatement(setup_.sql.get(name))))
                      .first;
         return *it->second;
     }
@@ -785,14 +687,13 @@ private:
                     throw connection_error(std::string("MySQL connection unusable after ") + what);
                 }
             }
-            if (code == er_no_such_table)
-                throw schema_error("sqlock tables are missing in " + ctx_.redacted_url + " (" + e.what() +
-                                   "): run client.migrate() or apply the files in migrations/");
+            if (code == er_no_such_table) throw_schema_missing(ctx_.redacted_url, e.what());
             throw db_error(dialect_name, std::to_string(code),
                            std::string("MySQL error during ") + what + ": " + e.what());
         }
     }
 
+    const my_setup& setup_;
     const dialect_context& ctx_;
     std::unique_ptr<sql::Connection> conn_;
     std::unique_ptr<sql::Statement> stmt_;
@@ -804,7 +705,8 @@ private:
 
 class my_dialect final : public dialect {
 public:
-    my_dialect(const url_parts& url, const dialect_context& ctx) : ctx_(ctx) {
+    explicit my_dialect(const dialect_context& ctx)
+        : sql_(dialect_name, ctx.options.table_prefix), setup_{ctx, sql_, parse_mysql_url(ctx.url)} {
         // MySQL/MariaDB have no per-session equivalent of PostgreSQL's
         // synchronous_commit: innodb_flush_log_at_trx_commit and sync_binlog
         // are global (SET SESSION fails with error 1229), and setting them
@@ -814,27 +716,23 @@ public:
                 "relaxed durability is not available on MySQL/MariaDB: innodb_flush_log_at_trx_commit and "
                 "sync_binlog can only be set for the whole server, so set them there if that is acceptable for "
                 "every database on it, or use strict durability");
-        target_.host = url.socket.empty() ? "tcp://" + url.host + ":" + std::to_string(url.port ? url.port : 3306)
-                                          : "unix://" + url.socket;
-        target_.user = url.user;
-        target_.password = url.password;
-        target_.database = url.database;
     }
     std::string_view name() const override { return dialect_name; }
-    bool supports_row_locks() const override { return true; }
-    bool supports_notify() const override { return false; }
-    std::unique_ptr<session> connect() override { return std::make_unique<my_session>(target_, ctx_); }
+    client_capabilities capabilities() const override {
+        return {.row_locks = true, .wake_ups = false, .sql_fence = true, .relaxed_durability = false, .embedded = false};
+    }
+    const sql_library& sql() const override { return sql_; }
+    std::unique_ptr<session> connect() override { return std::make_unique<my_session>(setup_); }
     std::unique_ptr<notifier> listen(const std::string&) override { return nullptr; }
+    std::string fence_sql() const override { return "SELECT " + sql_.prefix() + "assert_held(?, ?)"; }
 
 private:
-    mysql_target target_;
-    const dialect_context& ctx_;
+    sql_library sql_;
+    my_setup setup_;
 };
 
 }  // namespace
 
-std::unique_ptr<dialect> make_mysql(const url_parts& url, const dialect_context& ctx) {
-    return std::make_unique<my_dialect>(url, ctx);
-}
+std::unique_ptr<dialect> make_mysql(const dialect_context& ctx) { return std::make_unique<my_dialect>(ctx); }
 
 }  // namespace sqlock::detail

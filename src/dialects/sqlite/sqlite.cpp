@@ -1,14 +1,13 @@
 // SQLite dialect: the embedded default. One writer at a time, so a lease
 // grant is a single statement; WAL lets readers run beside it.
 
-#include "core/client_impl.hpp"
-#include "core/fault.hpp"
-#include "core/sql_library.hpp"
-#include "core/url.hpp"
+#include "dialects/common/common.hpp"
+#include "dialects/common/fault.hpp"
+#include "dialects/common/sql_library.hpp"
 #include "dialects/dialect.hpp"
+#include "dialects/sqlite/sqlite_url.hpp"
 
 #include <sqlock/errors.hpp>
-#include <sqlock/sqlite.hpp>
 
 #include <sqlite3.h>
 #include <sys/syscall.h>
@@ -40,12 +39,15 @@ void sql_now_ms(sqlite3_context* context, int, sqlite3_value**) {
     sqlite3_result_int64(context, static_cast<sqlite3_int64>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000);
 }
 
+void register_clock(sqlite3* db, const sql_library& sql) {
+    const std::string name = sql.prefix() + "now_ms";
+    sqlite3_create_function_v2(db, name.c_str(), 0, SQLITE_UTF8, nullptr, sql_now_ms, nullptr, nullptr, nullptr);
+}
+
 [[noreturn]] void fail(sqlite3* db, int rc, const std::string& what) {
     const std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
     const int primary = rc & 0xff;
-    if (msg.find("no such table") != std::string::npos)
-        throw schema_error("sqlock tables are missing (" + msg +
-                           "): run client.migrate() or apply the files in migrations/");
+    if (msg.find("no such table") != std::string::npos) throw_schema_missing("the SQLite database", msg);
     if (primary == SQLITE_CANTOPEN || primary == SQLITE_NOTADB || primary == SQLITE_PERM)
         throw connection_error(what + ": " + msg);
     throw db_error(dialect_name, std::to_string(rc), what + ": " + msg);
@@ -148,8 +150,9 @@ private:
 
 class sqlite_session final : public session {
 public:
-    sqlite_session(const std::string& path, const dialect_context& ctx, std::shared_ptr<write_queue> writers)
-        : ctx_(ctx), writers_(std::move(writers)) {
+    sqlite_session(const std::string& path, const dialect_context& ctx, const sql_library& sql,
+                   std::shared_ptr<write_queue> writers)
+        : ctx_(ctx), sql_(sql), writers_(std::move(writers)) {
         int rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                                  nullptr);
         if (rc != SQLITE_OK) {
@@ -161,12 +164,10 @@ public:
         // Writers wait for each other up to the statement timeout instead of
         // failing with SQLITE_BUSY at once.
         sqlite3_busy_timeout(db_, static_cast<int>(ctx.options.statement_timeout.count()));
-        const std::string now_fn = ctx.sql->prefix() + "now_ms";
-        sqlite3_create_function_v2(db_, now_fn.c_str(), 0, SQLITE_UTF8, nullptr, sql_now_ms, nullptr, nullptr,
-                                   nullptr);
+        register_clock(db_, sql_);
         exec("PRAGMA journal_mode=WAL");
         exec("PRAGMA foreign_keys=ON");
-        if (ctx.options.durability == durability::relaxed) exec(ctx.sql->get("relaxed_durability"));
+        if (ctx.options.durability == durability::relaxed) exec(sql_.get("relaxed_durability"));
     }
     ~sqlite_session() override {
         for (auto& [name, st] : cache_) sqlite3_finalize(st);
@@ -253,10 +254,7 @@ public:
         q.bind(1, std::string_view(renewals_json(batch)));
         std::set<std::string> renewed;
         while (q.step()) renewed.insert(q.text(0));
-        std::vector<bool> out;
-        out.reserve(batch.size());
-        for (const auto& r : batch) out.push_back(renewed.count(std::string(r.owner)) > 0);
-        return out;
+        return present_in(batch, renewed, [](const renewal& r) { return r.owner; });
     }
 
     std::size_t sweep(std::size_t limit) override {
@@ -294,21 +292,8 @@ public:
         q.bind(1, std::string_view(heartbeats_json(batch)));
         std::set<std::int64_t> live;
         while (q.step()) live.insert(q.integer(0));
-        std::vector<bool> out;
-        out.reserve(batch.size());
-        for (const auto& h : batch) out.push_back(live.count(h.ticket) > 0);
-        return out;
+        return present_in(batch, live, [](const heartbeat& h) { return h.ticket; });
     }
-
-    row_lock lock_row(std::string_view, std::int64_t, std::int64_t, std::int64_t,
-                      std::optional<std::int64_t>*) override {
-        no_row_locks();
-    }
-    void end_row_lock() override { no_row_locks(); }
-    void ensure_row(std::string_view) override { no_row_locks(); }
-    std::optional<std::int64_t> bump_token(std::string_view) override { no_row_locks(); }
-
-    std::int64_t fence_token(std::string_view) override { no_row_locks(); }
 
     std::vector<std::string> held_keys(std::string_view prefix, std::string_view after, std::size_t limit) override {
         auto q = prepare("held_keys");
@@ -389,7 +374,7 @@ public:
         // queue behind one another and each sees the version the last one left.
         write_transaction([&] {
             const int current = schema_version();
-            for (const auto& m : ctx_.sql->migrations())
+            for (const auto& m : sql_.migrations())
                 if (m.version > current) exec(m.text);
             return true;
         });
@@ -420,14 +405,14 @@ public:
         auto q = prepare("job_row");
         q.bind(1, job).bind(2, run_key);
         q.step();  // always one row
-        return to_job_row(q);
+        return read_job_row(q);
     }
 
     std::vector<job_row> job_list(std::string_view job, bool exact, std::size_t limit) override {
         auto q = prepare("job_list");
         q.bind(1, job).bind(2, static_cast<std::int64_t>(limit)).bind(3, std::int64_t{exact});
         std::vector<job_row> out;
-        while (q.step()) out.push_back(to_job_row(q));
+        while (q.step()) out.push_back(read_job_row(q));
         return out;
     }
 
@@ -445,24 +430,6 @@ public:
     }
 
 private:
-    static job_row to_job_row(const query& q) {
-        job_row out;
-        out.status = q.text(0);
-        out.owner = q.text(1);
-        out.holder = q.text(2);
-        out.token = q.integer(3);
-        out.attempts = static_cast<int>(q.integer(4));
-        out.started_ms = q.integer(5);
-        out.finished_ms = q.integer(6);
-        out.retry_ms = q.integer(7);
-        out.result = q.text(8);
-        out.last_error = q.text(9);
-        out.now_ms = q.integer(10);
-        out.job = q.text(11);
-        out.run_key = q.text(12);
-        return out;
-    }
-
     class sqlite_ledger final : public ledger {
     public:
         explicit sqlite_ledger(sqlite_session& s) : s_(s) {}
@@ -470,7 +437,7 @@ private:
             auto q = s_.prepare("job_lock");
             q.bind(1, job).bind(2, run_key);
             if (!q.step()) return std::nullopt;
-            return to_job_row(q);
+            return read_job_row(q);
         }
         void write(const job_write& w) override {
             auto q = s_.prepare("job_write");
@@ -509,10 +476,6 @@ private:
         }
     }
 
-    [[noreturn]] static void no_row_locks() {
-        throw config_error("select_for_update is not available on SQLite");
-    }
-
     void exec(const std::string& sql) {
         if (ctx_.statements) ++*ctx_.statements;
         char* err = nullptr;
@@ -520,8 +483,7 @@ private:
         if (rc != SQLITE_OK) {
             std::string msg = err ? err : sqlite3_errstr(rc);
             sqlite3_free(err);
-            if (msg.find("no such table") != std::string::npos)
-                throw schema_error("sqlock tables are missing (" + msg + "): run client.migrate()");
+            if (msg.find("no such table") != std::string::npos) throw_schema_missing("the SQLite database", msg);
             if ((rc & 0xff) == SQLITE_CANTOPEN) throw connection_error("sqlite: " + msg);
             throw db_error(dialect_name, std::to_string(sqlite3_extended_errcode(db_)), "sqlite: " + msg);
         }
@@ -530,7 +492,7 @@ private:
     query prepare(const std::string& name) {
         auto it = cache_.find(name);
         if (it == cache_.end()) {
-            const std::string& sql = ctx_.sql->get(name);
+            const std::string& sql = sql_.get(name);
             sqlite3_stmt* st = nullptr;
             int rc = sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT,
                                         &st, nullptr);
@@ -547,6 +509,7 @@ private:
     }
 
     const dialect_context& ctx_;
+    const sql_library& sql_;
     std::shared_ptr<write_queue> writers_;
     sqlite3* db_ = nullptr;
     std::map<std::string, sqlite3_stmt*> cache_;
@@ -555,63 +518,79 @@ private:
 
 class sqlite_dialect final : public dialect {
 public:
-    sqlite_dialect(std::string path, const dialect_context& ctx)
-        : path_(std::move(path)), ctx_(ctx), writers_(write_queue_for(path_)) {}
+    explicit sqlite_dialect(const dialect_context& ctx)
+        : path_(parse_sqlite_path(ctx.url)),
+          ctx_(ctx),
+          sql_(dialect_name, ctx.options.table_prefix),
+          writers_(write_queue_for(path_)) {}
     std::string_view name() const override { return dialect_name; }
-    bool supports_row_locks() const override { return false; }
-    bool supports_notify() const override { return false; }
-    std::unique_ptr<session> connect() override { return std::make_unique<sqlite_session>(path_, ctx_, writers_); }
+    client_capabilities capabilities() const override {
+        return {.row_locks = false, .wake_ups = false, .sql_fence = false, .relaxed_durability = true, .embedded = true};
+    }
+    const sql_library& sql() const override { return sql_; }
+    std::unique_ptr<session> connect() override {
+        return std::make_unique<sqlite_session>(path_, ctx_, sql_, writers_);
+    }
     std::unique_ptr<notifier> listen(const std::string&) override { return nullptr; }
+    std::string fence_sql() const override {
+        throw config_error("SQLite has no stored functions: fence a write with sqlock::sqlite::fence (sqlock/sqlite.hpp)");
+    }
+
+    // sqlock::sqlite::fence: the application's transaction takes SQLite's
+    // write lock, then reads the key's fence row and lease.
+    void fence_native(void* native, std::string_view key, std::int64_t token) const override {
+        auto* db = static_cast<sqlite3*>(native);
+        if (!db) throw config_error("sqlock::sqlite::fence: the database handle is null");
+        if (sqlite3_get_autocommit(db))
+            throw config_error("sqlock::sqlite::fence needs an open transaction: run BEGIN IMMEDIATE first");
+        // The statements compare expiries with <prefix>now_ms(), the clock every
+        // sqlock connection uses; give the application's connection the same one.
+        register_clock(db, sql_);
+        auto run = [&](const char* name, auto&& on_row) {
+            const std::string& text = sql_.get(name);
+            sqlite3_stmt* raw = nullptr;
+            int rc = sqlite3_prepare_v2(db, text.c_str(), static_cast<int>(text.size()), &raw, nullptr);
+            std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)> st(raw, sqlite3_finalize);
+            if (rc != SQLITE_OK) fail(db, rc, std::string("sqlock fence: preparing ") + name);
+            sqlite3_bind_text(st.get(), 1, key.data(), static_cast<int>(key.size()), SQLITE_TRANSIENT);
+            while ((rc = sqlite3_step(st.get())) == SQLITE_ROW) on_row(st.get());
+            if (rc != SQLITE_DONE) fail(db, sqlite3_extended_errcode(db), std::string("sqlock fence: ") + name);
+        };
+        run("fence_lock", [](sqlite3_stmt*) {});
+        std::string reason = "the fence read no row";
+        run("fence", [&](sqlite3_stmt* st) {
+            auto opt = [&](int col) {
+                return sqlite3_column_type(st, col) == SQLITE_NULL ? std::nullopt
+                                                                   : std::optional(sqlite3_column_int64(st, col));
+            };
+            reason = fence_reason(key, token, opt(0), opt(1), sqlite3_column_int64(st, 2) != 0);
+        });
+        if (!reason.empty()) throw lease_lost_error(reason);
+    }
 
 private:
     std::string path_;
     const dialect_context& ctx_;
+    sql_library sql_;
     std::shared_ptr<write_queue> writers_;
 };
 
 }  // namespace
 
-std::unique_ptr<dialect> make_sqlite(const url_parts& url, const dialect_context& ctx) {
-    return std::make_unique<sqlite_dialect>(url.path, ctx);
+std::string parse_sqlite_path(std::string_view url) {
+    std::string_view rest = url.substr(url.find(':') + 1);
+    // sqlite:///abs/path and sqlite://rel/path are URL-shaped spellings of
+    // sqlite:/abs/path and sqlite:rel/path.
+    std::string_view path = rest.substr(0, 2) == "//" ? rest.substr(2) : rest;
+    if (path.find('?') != std::string_view::npos)
+        throw config_error("sqlite URL takes no parameters: use sqlite:path/to/file.db");
+    if (path.empty()) throw config_error("sqlite URL names no file: use sqlite:path/to/file.db");
+    if (path == ":memory:" || path.substr(0, 13) == "file::memory:")
+        throw config_error("sqlite in-memory databases are private to one connection and cannot hold "
+                           "shared locks: use a file, e.g. sqlite:/tmp/locks.db");
+    return percent_decode(path);
 }
+
+std::unique_ptr<dialect> make_sqlite(const dialect_context& ctx) { return std::make_unique<sqlite_dialect>(ctx); }
 
 }  // namespace sqlock::detail
-
-namespace sqlock::sqlite {
-
-void fence(sqlite3* db, const lease& held) {
-    using namespace detail;
-    if (!db) throw config_error("sqlock::sqlite::fence: the database handle is null");
-    if (held.dialect() != dialect_name)
-        throw config_error("sqlock::sqlite::fence needs a lease from a SQLite client, not " +
-                           std::string(held.dialect()));
-    if (sqlite3_get_autocommit(db))
-        throw config_error("sqlock::sqlite::fence needs an open transaction: run BEGIN IMMEDIATE first");
-    const sql_library& sql = lease_access::client(held).sql();
-    // The statements compare expiries with <prefix>now_ms(), the clock every
-    // sqlock connection uses; give the application's connection the same one.
-    const std::string now_fn = sql.prefix() + "now_ms";
-    sqlite3_create_function_v2(db, now_fn.c_str(), 0, SQLITE_UTF8, nullptr, sql_now_ms, nullptr, nullptr, nullptr);
-    auto run = [&](const char* name, auto&& on_row) {
-        const std::string& text = sql.get(name);
-        sqlite3_stmt* raw = nullptr;
-        int rc = sqlite3_prepare_v2(db, text.c_str(), static_cast<int>(text.size()), &raw, nullptr);
-        std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)> st(raw, sqlite3_finalize);
-        if (rc != SQLITE_OK) fail(db, rc, std::string("sqlock fence: preparing ") + name);
-        sqlite3_bind_text(st.get(), 1, held.key().data(), static_cast<int>(held.key().size()), SQLITE_TRANSIENT);
-        while ((rc = sqlite3_step(st.get())) == SQLITE_ROW) on_row(st.get());
-        if (rc != SQLITE_DONE) fail(db, sqlite3_extended_errcode(db), std::string("sqlock fence: ") + name);
-    };
-    run("fence_lock", [](sqlite3_stmt*) {});
-    std::string reason = "the fence read no row";
-    run("fence", [&](sqlite3_stmt* st) {
-        auto opt = [&](int col) {
-            return sqlite3_column_type(st, col) == SQLITE_NULL ? std::nullopt
-                                                               : std::optional(sqlite3_column_int64(st, col));
-        };
-        reason = fence_reason(held.key(), held.token(), opt(0), opt(1), sqlite3_column_int64(st, 2) != 0);
-    });
-    if (!reason.empty()) throw lease_lost_error(reason);
-}
-
-}  // namespace sqlock::sqlite

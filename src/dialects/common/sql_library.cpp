@@ -1,4 +1,4 @@
-#include "core/sql_library.hpp"
+#include "dialects/common/sql_library.hpp"
 
 #include <algorithm>
 #include <stdexcept>

@@ -1,4 +1,4 @@
-#include "core/fault.hpp"
+#include "dialects/common/fault.hpp"
 
 #include <atomic>
 #include <memory>

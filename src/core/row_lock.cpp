@@ -1,0 +1,137 @@
+#include "core/row_lock.hpp"
+
+#include <sqlock/errors.hpp>
+
+namespace sqlock::detail {
+
+namespace {
+
+row_lock_ops& row_locks_of(session& s) {
+    auto* ops = s.row_locks();
+    if (!ops) throw config_error("select_for_update needs row locks, which this database does not have");
+    return *ops;
+}
+
+}  // namespace
+
+row_lock_holder::taken row_lock_holder::try_take(session_pool& pool, std::string_view key, std::int64_t lease_ms,
+                                                 std::int64_t ticket, std::int64_t priority) {
+    taken out;
+    bool reused = false;
+    auto pinned = pool.take(false, &reused);
+    auto lock = [&] { return row_locks_of(*pinned).lock_row(key, lease_ms, ticket, priority); };
+    row_lock_ops::attempt attempt;
+    try {
+        attempt = lock();
+    } catch (const connection_error&) {
+        if (!reused) throw;
+        pool.drop_idle();  // an idle connection that died meanwhile: try a new one
+        pinned = pool.take(true, &reused);
+        attempt = lock();
+    }
+    if (attempt.state == row_lock_ops::state::missing) {
+        pool.with_session([&](session& s) { row_locks_of(s).ensure_row(key); });
+        attempt = lock();
+    }
+    if (attempt.state != row_lock_ops::state::locked) {
+        out.remaining_ms = attempt.remaining_ms;
+        pool.put_back(std::move(pinned));
+        return out;
+    }
+    // The row is ours: bump the fence on another session, committed at once.
+    std::optional<std::int64_t> token;
+    try {
+        token = pool.with_session([&](session& s) {
+            auto bumped = row_locks_of(s).bump_token(key);
+            if (bumped && ticket != no_ticket) s.dequeue(ticket);  // a granted waiter leaves the queue
+            return bumped;
+        });
+    } catch (...) {
+        try {
+            row_locks_of(*pinned).end_row_lock();
+        } catch (...) {
+        }
+        throw;
+    }
+    if (!token) {
+        // An earlier holder's fenced transaction still share-locks the key's
+        // fence row: the key is not free yet. Contention, as in the lease
+        // modes, so that a blocking acquire waits on.
+        row_locks_of(*pinned).end_row_lock();
+        pool.put_back(std::move(pinned));
+        return out;
+    }
+    out.token = *token;
+    out.holder = std::make_unique<row_lock_holder>(pool, std::move(pinned));
+    return out;
+}
+
+row_lock_holder::row_lock_holder(session_pool& pool, std::unique_ptr<session> pinned)
+    : pool_(pool), pinned_(std::move(pinned)) {}
+
+row_lock_holder::~row_lock_holder() = default;  // a hold not released ends with its connection
+
+session* row_lock_holder::borrow(bool wait, bool* busy) {
+    std::unique_lock lock(mu_);
+    if (wait) idle_.wait(lock, [&] { return !busy_; });
+    *busy = busy_;
+    if (busy_ || !pinned_) return nullptr;
+    busy_ = true;
+    return pinned_.get();
+}
+
+void row_lock_holder::give_back(bool alive) {
+    std::unique_ptr<session> dead;
+    {
+        std::lock_guard lock(mu_);
+        busy_ = false;
+        if (!alive) dead = std::move(pinned_);  // never pooled after a loss
+    }
+    idle_.notify_all();
+    if (!dead) return;
+    try {
+        row_locks_of(*dead).end_row_lock();
+    } catch (const error&) {
+        // The connection is dropped here: the row lock ends with it.
+    }
+}
+
+row_lock_holder::verdict row_lock_holder::check(std::string_view key, std::int64_t token,
+                                                std::chrono::milliseconds bound, bool wait) {
+    bool busy = false;
+    session* s = borrow(wait, &busy);
+    if (!s) return busy ? verdict::skipped : verdict::lost;
+    bool alive = false;
+    try {
+        s->bound_waits(bound);
+        // Another token means an operator broke the lock (force_release):
+        // give up the row lock now rather than at release.
+        alive = row_locks_of(*s).fence_token(key) == token;
+        s->bound_waits(std::chrono::milliseconds::zero());
+    } catch (const error&) {
+        alive = false;  // the server ended the transaction with the connection
+    }
+    give_back(alive);
+    return alive ? verdict::held : verdict::lost;
+}
+
+bool row_lock_holder::release(bool healthy) {
+    std::unique_ptr<session> pinned;
+    {
+        std::unique_lock lock(mu_);
+        idle_.wait(lock, [&] { return !busy_; });  // a check under way has the session
+        pinned = std::move(pinned_);
+    }
+    if (!pinned) return true;  // already ended, when the hold was found lost
+    try {
+        row_locks_of(*pinned).end_row_lock();
+    } catch (const error&) {
+        // The server ended (or will end) the transaction with the connection,
+        // which is dropped here: the row lock is gone either way.
+        return false;
+    }
+    if (healthy) pool_.put_back(std::move(pinned));
+    return true;
+}
+
+}  // namespace sqlock::detail

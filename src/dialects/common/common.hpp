@@ -1,0 +1,70 @@
+#pragma once
+// Code the dialects share: no driver headers here, and nothing of the core.
+
+#include "dialects/dialect.hpp"
+
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sqlock::detail {
+
+// For each entry of a batch, whether its key (key_of(entry)) is among the
+// keys a statement returned (renewed owners, live tickets).
+template <class Entry, class Key, class KeyOf>
+std::vector<bool> present_in(const std::vector<Entry>& batch, const std::set<Key>& returned, KeyOf key_of) {
+    std::vector<bool> out;
+    out.reserve(batch.size());
+    for (const auto& e : batch) out.push_back(returned.count(Key(key_of(e))) > 0);
+    return out;
+}
+
+// The schema_error for a missing table, pointing at migrate().
+[[noreturn]] void throw_schema_missing(const std::string& where, const std::string& driver_message);
+
+// A job-ledger row from a result row whose columns are, from 0: status,
+// owner, holder, token, attempts, started ms, finished ms, retry ms, result,
+// last error, the database clock in ms, job, run key — the order of every
+// dialect's job_row.sql, job_lock.sql and job_list.sql. Row provides
+// text(i) and integer(i), giving "" and 0 for NULL.
+template <class Row>
+job_row read_job_row(const Row& r) {
+    job_row out;
+    out.status = r.text(0);
+    out.owner = r.text(1);
+    out.holder = r.text(2);
+    out.token = r.integer(3);
+    out.attempts = static_cast<int>(r.integer(4));
+    out.started_ms = r.integer(5);
+    out.finished_ms = r.integer(6);
+    out.retry_ms = r.integer(7);
+    out.result = r.text(8);
+    out.last_error = r.text(9);
+    out.now_ms = r.integer(10);
+    out.job = r.text(11);
+    out.run_key = r.text(12);
+    return out;
+}
+
+// The batch as a JSON array of {"k": key, "o": owner, "ms": lease}, for
+// dialects that unpack it in SQL (jsonb_to_recordset, json_each).
+std::string renewals_json(const std::vector<renewal>& batch);
+// The heartbeat batch as a JSON array of {"t": ticket, "ms": lease}.
+std::string heartbeats_json(const std::vector<heartbeat>& batch);
+
+// Why a lease is not held, from what a fence read ("" when it is held):
+// current is the key's last token (none: never granted), lease_token the
+// token of its lease row, live whether that lease is unexpired.
+std::string fence_reason(std::string_view key, std::int64_t token, std::optional<std::int64_t> current,
+                         std::optional<std::int64_t> lease_token, bool live);
+
+// Percent-decodes a URL component; throws config_error on a bad escape.
+std::string percent_decode(std::string_view s);
+
+// text with every occurrence of every secret replaced by "***": for messages
+// that carry a driver's own words, which may quote parts of a URL.
+std::string scrub(std::string text, const std::vector<std::string>& secrets);
+
+}  // namespace sqlock::detail

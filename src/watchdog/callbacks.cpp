@@ -1,0 +1,53 @@
+#include "watchdog/callbacks.hpp"
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+
+namespace sqlock::detail {
+
+struct callback_queue::state {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool stopping = false;
+    std::deque<std::function<void()>> pending;
+
+    void main() {
+        for (;;) {
+            std::function<void()> fn;
+            {
+                std::unique_lock lock(mu);
+                cv.wait(lock, [&] { return stopping || !pending.empty(); });
+                if (stopping) return;
+                fn = std::move(pending.front());
+                pending.pop_front();
+            }
+            fn();
+            fn = nullptr;  // may destroy the client here; it then asks us to stop
+        }
+    }
+};
+
+callback_queue::callback_queue() : state_(std::make_shared<state>()) {
+    thread_ = std::thread([s = state_] { s->main(); });
+}
+
+callback_queue::~callback_queue() {
+    {
+        std::lock_guard lock(state_->mu);
+        state_->stopping = true;
+    }
+    state_->cv.notify_all();
+    if (thread_.get_id() == std::this_thread::get_id()) thread_.detach();
+    else thread_.join();
+}
+
+void callback_queue::post(std::function<void()> fn) {
+    {
+        std::lock_guard lock(state_->mu);
+        state_->pending.push_back(std::move(fn));
+    }
+    state_->cv.notify_one();
+}
+
+}  // namespace sqlock::detail

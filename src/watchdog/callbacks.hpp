@@ -1,0 +1,32 @@
+#pragma once
+// The user's on_lost / on_renewed callbacks run here: one thread per client,
+// one callback at a time, in the order they were posted, so that a slow or
+// blocking callback never holds up a renewal or a loss signal. RAII: the
+// constructor starts the thread, the destructor stops and joins it
+// (callbacks still pending are dropped).
+
+#include <functional>
+#include <memory>
+#include <thread>
+
+namespace sqlock::detail {
+
+class callback_queue {
+public:
+    callback_queue();
+    // Joins the thread, or detaches it when a callback dropped the last
+    // reference to the client (so destruction runs on the thread itself).
+    ~callback_queue();
+    callback_queue(const callback_queue&) = delete;
+    callback_queue& operator=(const callback_queue&) = delete;
+
+    // Runs fn on the thread. fn must not throw.
+    void post(std::function<void()> fn);
+
+private:
+    struct state;
+    std::shared_ptr<state> state_;
+    std::thread thread_;
+};
+
+}  // namespace sqlock::detail
