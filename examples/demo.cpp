@@ -216,7 +216,7 @@ std::vector<sqlock::job_record> demo_rows(sqlock::job_runner& runner, const std:
 
 bool all_succeeded(const std::vector<sqlock::job_record>& rows, int periods) {
     return rows.size() == static_cast<std::size_t>(periods) &&
-           std::all_of(rows.begin(), rows.end(), [](const auto& r) { return r.status == "succeeded"; });
+           std::all_of(rows.begin(), rows.end(), [](const auto& r) { return r.status == sqlock::run_status::succeeded; });
 }
 
 // Everything the demo observed, once the workers are gone.
@@ -252,7 +252,7 @@ void print_ledger(const observed& o) {
                                      : "";
         std::printf("  %6zu  %-*s  %-9s  %5lld  %8d  %-9s  %s%s\n", i + 1, key_width, r.run_key.c_str(),
                     ran_by ? worker_name(ran_by).c_str() : "?", static_cast<long long>(r.token), r.attempts,
-                    r.status.c_str(), r.result.c_str(), note.c_str());
+                    sqlock::to_string(r.status), r.result.c_str(), note.c_str());
     }
 }
 
@@ -265,8 +265,8 @@ std::vector<std::string> check(const observed& o, const settings& s, int kill_pe
     for (std::size_t i = 0; i < o.rows.size(); ++i) {
         const auto& r = o.rows[i];
         const std::string period = "period " + std::to_string(i + 1) + " (" + r.run_key + ")";
-        if (r.status != "succeeded")
-            problems.push_back(period + " is " + r.status + " in the ledger: " + r.last_error);
+        if (r.status != sqlock::run_status::succeeded)
+            problems.push_back(period + " is " + sqlock::to_string(r.status) + " in the ledger: " + r.last_error);
         std::vector<const execution*> done;
         for (const auto& e : o.runs)
             if (e.run_key == r.run_key && e.end == "done") done.push_back(&e);

@@ -57,6 +57,6 @@ int main(int argc, char** argv) {
     std::printf("\nledger:\n");
     for (const auto& r : runner.records())
         std::printf("  %-16s %-22s %-10s attempts=%d result=%s last_error=%s\n", r.job.c_str(), r.run_key.c_str(),
-                    r.status.c_str(), r.attempts, r.result.c_str(), r.last_error.c_str());
+                    sqlock::to_string(r.status), r.attempts, r.result.c_str(), r.last_error.c_str());
     return 0;
 }

@@ -197,7 +197,7 @@ TEST_CASE_TEMPLATE("a job whose database stops while it runs records its outcome
     });
     restarter.join();
     CHECK(out.status == sqlock::job_status::ran);
-    CHECK(out.record.status == "succeeded");
+    CHECK(out.record.status == sqlock::run_status::succeeded);
     CHECK(out.record.attempts == 1);
 }
 

@@ -61,7 +61,7 @@ TEST_CASE_TEMPLATE("a run key runs once and later calls get the stored result", 
     });
     CHECK(first.status == sqlock::job_status::ran);
     CHECK(first.executed);
-    CHECK(first.record.status == "succeeded");
+    CHECK(first.record.status == sqlock::run_status::succeeded);
     CHECK(first.record.result == "42 rows");
     CHECK(first.record.attempts == 1);
     REQUIRE(first.record.started_at);
@@ -110,7 +110,7 @@ TEST_CASE_TEMPLATE("a run held by another instance is busy and does not run", Db
     sqlock::job_runner b(db.open());
     std::latch started(1), finish(1);
     std::thread holder([&] {
-        a.run("billing/close", "order-7", [&](const sqlock::job_context&) {
+        (void)a.run("billing/close", "order-7", [&](const sqlock::job_context&) {
             started.count_down();
             finish.wait();
         });
@@ -121,7 +121,7 @@ TEST_CASE_TEMPLATE("a run held by another instance is busy and does not run", Db
     CHECK(busy.status == sqlock::job_status::busy);
     CHECK_FALSE(busy.executed);
     CHECK_FALSE(ran);
-    CHECK(busy.record.status == "running");
+    CHECK(busy.record.status == sqlock::run_status::running);
     CHECK(busy.error.find("held by") != std::string::npos);
     finish.count_down();
     holder.join();
@@ -137,7 +137,7 @@ TEST_CASE_TEMPLATE("a caller that waits for a busy run gets its result instead o
     sqlock::job_runner b(db.open(), {.wait = 20s});
     std::latch started(1);
     std::thread holder([&] {
-        a.run("import", "batch-1", [&](const sqlock::job_context&) {
+        (void)a.run("import", "batch-1", [&](const sqlock::job_context&) {
             started.count_down();
             std::this_thread::sleep_for(300ms);
             return std::string("imported");
@@ -167,7 +167,7 @@ TEST_CASE_TEMPLATE("failing jobs are retried up to the limit, then stay failed w
         CHECK(out.status == sqlock::job_status::failed);
         CHECK(out.executed);
         CHECK(out.error == "boom " + std::to_string(attempt));
-        CHECK(out.record.status == "failed");
+        CHECK(out.record.status == sqlock::run_status::failed);
         CHECK(out.record.attempts == attempt);
         CHECK(out.record.last_error == "boom " + std::to_string(attempt));
         if (attempt < 3) {
@@ -237,7 +237,7 @@ TEST_CASE_TEMPLATE("a run that loses its lease mid-run stops, records nothing as
     CHECK(out.status == sqlock::job_status::lost);
     CHECK(out.executed);
     CHECK(out.error.find("not held") != std::string::npos);
-    CHECK(out.record.status == "running");  // as claimed; never marked done
+    CHECK(out.record.status == sqlock::run_status::running);  // as claimed; never marked done
     CHECK(out.record.token == first_token);
     CHECK(out.record.result.empty());
 
@@ -287,28 +287,28 @@ TEST_CASE_TEMPLATE("bad job names, run keys, results and options are rejected wi
     auto noop = [](const sqlock::job_context&) {};
     client.inspect("warm-up");  // the schema check is done; from here on count statements
     const auto before = client.stats().statements;
-    CHECK_THROWS_AS(runner.run("", "k", noop), sqlock::config_error);
-    CHECK_THROWS_AS(runner.run("has:colon", "k", noop), sqlock::config_error);
-    CHECK_THROWS_AS(runner.run("tab\there", "k", noop), sqlock::config_error);
-    CHECK_THROWS_AS(runner.run("\xc3\x28", "k", noop), sqlock::config_error);
-    CHECK_THROWS_AS(runner.run(std::string(101, 'j'), "k", noop), sqlock::config_error);
-    CHECK_THROWS_AS(runner.run("job", "", noop), sqlock::config_error);
-    CHECK_THROWS_AS(runner.run("job", std::string(129, 'k'), noop), sqlock::config_error);
-    CHECK_THROWS_AS(runner.run("job", std::string("a\0b", 3), noop), sqlock::config_error);
-    CHECK_THROWS_AS(runner.run("job", "\xff\xfe", noop), sqlock::config_error);
+    CHECK_THROWS_AS((void)runner.run("", "k", noop), sqlock::config_error);
+    CHECK_THROWS_AS((void)runner.run("has:colon", "k", noop), sqlock::config_error);
+    CHECK_THROWS_AS((void)runner.run("tab\there", "k", noop), sqlock::config_error);
+    CHECK_THROWS_AS((void)runner.run("\xc3\x28", "k", noop), sqlock::config_error);
+    CHECK_THROWS_AS((void)runner.run(std::string(101, 'j'), "k", noop), sqlock::config_error);
+    CHECK_THROWS_AS((void)runner.run("job", "", noop), sqlock::config_error);
+    CHECK_THROWS_AS((void)runner.run("job", std::string(129, 'k'), noop), sqlock::config_error);
+    CHECK_THROWS_AS((void)runner.run("job", std::string("a\0b", 3), noop), sqlock::config_error);
+    CHECK_THROWS_AS((void)runner.run("job", "\xff\xfe", noop), sqlock::config_error);
     CHECK_THROWS_AS(runner.records("bad:name"), sqlock::config_error);
     CHECK(client.stats().statements == before);
     // Quotes, spaces and SQL in a name are just text: parameters, never SQL.
     const std::string odd_name = "x'; DROP TABLE t; -- $(rm) \"q\"";
     CHECK(runner.run(odd_name, "k", noop).status == sqlock::job_status::ran);
-    CHECK(runner.record(odd_name, "k")->status == "succeeded");
+    CHECK(runner.record(odd_name, "k")->status == sqlock::run_status::succeeded);
     CHECK_THROWS_AS(sqlock::job_runner(client, {.max_attempts = 0}), sqlock::config_error);
     CHECK_THROWS_AS(sqlock::job_runner(client, {.lease = 0ms}), sqlock::config_error);
     CHECK_THROWS_AS(sqlock::job_runner(client, {.retry_backoff = 10s, .max_backoff = 1s}), sqlock::config_error);
 
     // Run keys with quotes and emoji are ordinary run keys.
     CHECK(runner.run("job", "o'brien \"x\" %_ 🦀", noop).status == sqlock::job_status::ran);
-    CHECK(runner.record("job", "o'brien \"x\" %_ 🦀")->status == "succeeded");
+    CHECK(runner.record("job", "o'brien \"x\" %_ 🦀")->status == sqlock::run_status::succeeded);
 
     // A result the database cannot store is a failure of the run, not a crash.
     auto bad = runner.run("job", "bad-result", [](const sqlock::job_context&) { return std::string("\xc3\x28"); });
@@ -369,7 +369,7 @@ TEST_CASE_TEMPLATE("eight processes running twenty run keys run each exactly onc
     std::set<std::string> keys;
     for (const auto& r : records) {
         keys.insert(r.run_key);
-        CHECK(r.status == "succeeded");
+        CHECK(r.status == sqlock::run_status::succeeded);
         CHECK(r.attempts == 1);
     }
     CHECK(keys.size() == 20);
@@ -442,7 +442,7 @@ TEST_CASE_TEMPLATE("a holder frozen past its lease cannot write fenced or record
     CHECK(app->scalar(count + " AND what = 'unfenced'") == 1);  // what a lock without a fence lets through
     auto record = runner.record("payout", "week-47");
     REQUIRE(record);
-    CHECK(record->status == "succeeded");
+    CHECK(record->status == sqlock::run_status::succeeded);
     CHECK(record->result == "paid by the second instance");
     CHECK(record->token == new_token);
     CHECK(record->attempts == 2);

@@ -405,7 +405,7 @@ TEST_CASE_TEMPLATE("a job claim whose COMMIT answer was lost is still this call'
     CHECK(doubt.fired);
     CHECK(out.status == sqlock::job_status::ran);
     CHECK(calls == 1);
-    CHECK(out.record.status == "succeeded");
+    CHECK(out.record.status == sqlock::run_status::succeeded);
     CHECK(out.record.attempts == 1);
     CHECK(out.record.last_error.empty());
 }
@@ -427,7 +427,7 @@ TEST_CASE_TEMPLATE("a job outcome whose COMMIT answer was lost is reported as re
     CHECK(doubt.fired);
     CHECK(out.status == sqlock::job_status::ran);
     CHECK(out.executed);
-    CHECK(out.record.status == "succeeded");
+    CHECK(out.record.status == sqlock::run_status::succeeded);
     CHECK(out.record.result == "done");
 }
 

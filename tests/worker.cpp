@@ -329,7 +329,7 @@ int job_hang(char** argv) {
     sqlock::job_runner runner(open_quiet(argv[2], argv[3]),
                               {.lease = std::chrono::milliseconds(std::stoll(argv[6]))});
     const std::string file = argv[7];
-    runner.run(argv[4], argv[5], [&](const sqlock::job_context& c) {
+    (void)runner.run(argv[4], argv[5], [&](const sqlock::job_context& c) {
         append_line(file, std::string(c.run_key) + " " + std::to_string(getpid()));
         say("running " + std::to_string(c.token));
         for (;;) std::this_thread::sleep_for(1s);

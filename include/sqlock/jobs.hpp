@@ -37,10 +37,20 @@ enum class job_status {
 // "ran", "already_done", "busy", "failed" or "lost".
 const char* to_string(job_status s) noexcept;
 
+// Where a run stands in the ledger.
+enum class run_status {
+    running,    // claimed: its holder is at work, or died (retried once its lease has expired)
+    succeeded,  // done; later calls for its run key report already_done
+    failed,     // retried after a backoff, unless max_attempts are used up
+};
+
+// "running", "succeeded" or "failed": the word the ledger stores.
+const char* to_string(run_status s) noexcept;
+
 // A row of the job ledger. Times are by the database clock.
 struct job_record {
-    std::string job, run_key;
-    std::string status;  // "running", "succeeded" or "failed"
+    std::string job, run_key;  // empty job: no row
+    run_status status = run_status::running;
     std::string owner;   // lease owner id of the latest attempt
     std::string holder;  // host:pid:thread of the latest attempt
     std::int64_t token = 0;  // fencing token of the latest attempt
@@ -109,10 +119,10 @@ public:
     // recording its outcome is retried until the lease runs out; then the
     // outcome is lost.
     template <class F>
-    job_outcome run(std::string_view job, std::string_view run_key, F&& body);
+    [[nodiscard]] job_outcome run(std::string_view job, std::string_view run_key, F&& body);
     // The same, with the run key of the current period (see every).
     template <class F>
-    job_outcome run(std::string_view job, every period, F&& body);
+    [[nodiscard]] job_outcome run(std::string_view job, every period, F&& body);
 
     // The run key of the current period, by the database clock.
     std::string run_key(every period);

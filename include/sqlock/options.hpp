@@ -46,30 +46,43 @@ const char* to_string(mode m) noexcept;
 // count they mean "forever".
 inline constexpr std::chrono::milliseconds max_duration{std::chrono::hours(24 * 24)};
 
-// What a commit of sqlock's own statements waits for. It applies to the
-// connections the client opens, so to grants, releases, renewals, fence-counter
-// bumps, waiter rows and job-ledger writes; the application's own connections
-// (and the fenced transactions it runs on them) keep their own setting.
+// What a commit of sqlock's own statements waits for: the one full account
+// of it (README and docs link here). It applies to the connections the client
+// opens, so to grants, releases, renewals, fence-counter bumps, waiter rows
+// and job-ledger writes; the application's own connections (and the fenced
+// transactions it runs on them) keep their own setting.
 enum class durability {
     // A commit is on disk before the client hears of it, as far as the
-    // database is configured to do so: sqlock leaves the server's, role's or
-    // URL's setting as it is. The default.
+    // database is configured to do so: sqlock changes no commit setting, and
+    // one the server, role, database or URL sets stays in force (PostgreSQL's
+    // synchronous_commit, say). The default.
     strict,
-    // Commits are reported before they reach the disk: PostgreSQL sets
-    // synchronous_commit = off on sqlock's connections, SQLite uses
-    // PRAGMA synchronous = NORMAL. Fewer disk flushes per grant, at a price: a
-    // database crash (PostgreSQL server or OS crash; SQLite OS crash or power
-    // loss) can lose the last commits already reported (PostgreSQL: up to
-    // 3 x wal_writer_delay, 600 ms by default). Lost commits can be grants,
-    // releases and fence-counter bumps, so afterwards a fencing token can be
-    // issued a second time, and a holder whose grant was lost may believe it
-    // holds the key while another client acquires it (its watchdog reports the
-    // loss at its next renewal); a finished job run can be lost and run again.
-    // Use it only for locks that save work (duplicate work is acceptable),
-    // never where fencing tokens guard correctness. A crash of the client
-    // process itself loses nothing in either setting. MySQL/MariaDB refuse it
-    // (config_error): their equivalent, innodb_flush_log_at_trx_commit, can
-    // only be set for the whole server.
+    // Commits are reported before they reach the disk, on the backends that
+    // can do that per connection, for fewer disk flushes per grant, release
+    // and renewal:
+    // - PostgreSQL: synchronous_commit = off on sqlock's connections only
+    //   (asynchronous commit). A PostgreSQL server crash or an OS crash can
+    //   lose up to 3 x wal_writer_delay of commits (600 ms by default).
+    // - SQLite: PRAGMA synchronous = NORMAL on sqlock's connections (in WAL
+    //   mode the WAL is synced at checkpoints, not at every commit; strict
+    //   keeps the build default, FULL). An OS crash or power loss can lose the
+    //   last commits.
+    // - MySQL/MariaDB: refused with config_error at client::open:
+    //   innodb_flush_log_at_trx_commit and sync_binlog are global only (SET
+    //   SESSION fails with error 1229). Set them on the server if relaxing
+    //   every database on it is acceptable, or use strict.
+    // The price: lost commits can be grants, releases and fence-counter
+    // bumps, so after such a crash a fencing token can be issued a second
+    // time, and a holder whose grant was lost may believe it holds the key
+    // while another client acquires it (its watchdog reports the loss at its
+    // next renewal). Job-ledger rows are relaxed too: a run recorded as
+    // succeeded can be lost and run again, so give a job_runner a strict
+    // client (a second client on the same database is fine) unless re-running
+    // a job is harmless. Use relaxed only for locks that save work (duplicate
+    // work is acceptable), never where fencing tokens guard correctness. A
+    // crash of the client process itself loses nothing in either setting:
+    // every commit the client heard of reached the database server (or, on
+    // SQLite, the operating system).
     relaxed,
 };
 
@@ -144,8 +157,9 @@ struct client_options {
     // Leases renewed by one watchdog statement (PostgreSQL, SQLite: a JSON
     // array of keys; MySQL: a multi-row join of placeholders).
     std::size_t renew_batch_size = 500;
-    // Delete expired unique_insert rows in the background (safe to run in
-    // every process at once). Rows deleted per statement, and how often.
+    // Delete, in the background, expired unique_insert lock rows, dead
+    // waiter rows and job-ledger rows older than job_retention (safe to run
+    // in every process at once). Rows deleted per statement, and how often.
     bool sweep = true;
     std::chrono::milliseconds sweep_interval{std::chrono::seconds(30)};
     std::size_t sweep_batch_size = 500;

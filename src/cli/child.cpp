@@ -1,5 +1,7 @@
 #include "cli/child.hpp"
 
+#include "cli/exit_status.hpp"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -55,7 +57,7 @@ bool executable(const std::string& path) {
 
 // Like execvp's search, done before fork: the child then only calls execve.
 std::string find_program(const std::string& name) {
-    if (name.empty()) throw spawn_error(127, "PROGRAM is empty");
+    if (name.empty()) throw spawn_error(exit_status::not_found, "PROGRAM is empty");
     if (name.find('/') != std::string::npos) return name;
     const char* path = std::getenv("PATH");
     std::string_view dirs = path && *path ? path : "/usr/local/bin:/usr/bin:/bin";
@@ -71,8 +73,8 @@ std::string find_program(const std::string& name) {
         if (colon == std::string_view::npos) break;
         dirs.remove_prefix(colon + 1);
     }
-    if (seen) throw spawn_error(126, "'" + name + "' is on PATH but not executable");
-    throw spawn_error(127, "'" + name + "': command not found on PATH");
+    if (seen) throw spawn_error(exit_status::cannot_execute, "'" + name + "' is on PATH but not executable");
+    throw spawn_error(exit_status::not_found, "'" + name + "': command not found on PATH");
 }
 
 std::vector<std::string> child_environment(const std::vector<std::string>& extra) {
@@ -95,9 +97,9 @@ std::vector<char*> pointers(std::vector<std::string>& strings) {
     return out;
 }
 
-int exit_status(int wstatus) {
+int status_of(int wstatus) {
     if (WIFEXITED(wstatus)) return WEXITSTATUS(wstatus);
-    if (WIFSIGNALED(wstatus)) return 128 + WTERMSIG(wstatus);
+    if (WIFSIGNALED(wstatus)) return exit_status::signal_base + WTERMSIG(wstatus);
     return 1;
 }
 
@@ -340,7 +342,7 @@ child_result run_child(const std::vector<std::string>& argv, const std::vector<s
     if (pid == 0) {
         ::setpgid(0, guardian);
         ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // belt and braces: the guardian does this for the whole group
-        if (::getppid() != parent) ::_exit(127);
+        if (::getppid() != parent) ::_exit(exit_status::not_found);
         if (tty.foreground()) terminal::hand_to(guardian);
         cloexec_ranges(not_inherited, limit);
         sigset_t none;
@@ -349,7 +351,7 @@ child_result run_child(const std::vector<std::string>& argv, const std::vector<s
         ::execve(path.c_str(), arg_ptrs.data(), env_ptrs.data());
         const int e = errno;
         [[maybe_unused]] auto n = ::write(exec_error_write.value, &e, sizeof e);
-        ::_exit(127);
+        ::_exit(exit_status::not_found);
     }
     ::setpgid(pid, guardian);
     ::close(exec_error_write.value);
@@ -358,7 +360,7 @@ child_result run_child(const std::vector<std::string>& argv, const std::vector<s
     if (::read(exec_error_read.value, &exec_errno, sizeof exec_errno) == static_cast<ssize_t>(sizeof exec_errno)) {
         int ignored;
         ::waitpid(pid, &ignored, 0);
-        throw spawn_error(exec_errno == ENOENT ? 127 : 126,
+        throw spawn_error(exec_errno == ENOENT ? exit_status::not_found : exit_status::cannot_execute,
                           "cannot run '" + path + "': " + std::strerror(exec_errno));
     }
     relay.forward_to(guardian);
@@ -432,7 +434,7 @@ child_result run_child(const std::vector<std::string>& argv, const std::vector<s
                 }
                 continue;
             }
-            result.status = exit_status(wstatus);
+            result.status = status_of(wstatus);
             result.killed = result.lost && WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGKILL;
             break;
         }

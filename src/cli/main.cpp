@@ -4,6 +4,7 @@
 
 #include "cli/child.hpp"
 #include "cli/duration.hpp"
+#include "cli/exit_status.hpp"
 #include "cli/output.hpp"
 
 #include <sqlock/sqlock.hpp>
@@ -28,9 +29,6 @@
 namespace sqlock::cli {
 namespace {
 
-constexpr int exit_usage = 64;        // EX_USAGE
-constexpr int exit_unavailable = 69;  // EX_UNAVAILABLE: the database is unreachable or has no schema
-constexpr int exit_lost = 70;         // the lease was lost while PROGRAM ran
 constexpr std::string_view default_url = "sqlite:sqlock.db";
 
 // Every non-zero status sqlock produces itself leaves through here: one line.
@@ -39,7 +37,7 @@ struct exit_with {
     std::string message;
 };
 
-[[noreturn]] void usage(const std::string& message) { throw exit_with{exit_usage, message}; }
+[[noreturn]] void usage(const std::string& message) { throw exit_with{exit_status::usage, message}; }
 
 std::chrono::milliseconds duration_option(const std::string& name, const std::string& text) {
     try {
@@ -57,7 +55,7 @@ struct settings {
     // run
     std::string key, wait = "0s", lease = "30s", mode = "update", once_per, run_key, kill_after = "10s";
     bool fair = false;
-    int priority = 0, max_attempts = 3, conflict_exit_code = 75;
+    int priority = 0, max_attempts = 3, conflict_exit_code = exit_status::busy;
     std::vector<std::string> program;
     bool saw_separator = false;
     // status, runs, release
@@ -210,7 +208,7 @@ int run_locked(client& db, const settings& s, const run_plan& plan, signal_relay
                      e.what());
     }
     if (result.lost)
-        throw exit_with{exit_lost, "lost the lease on '" + s.key + "' (token " + std::to_string(held->token()) +
+        throw exit_with{exit_status::lease_lost, "lost the lease on '" + s.key + "' (token " + std::to_string(held->token()) +
                                        ") while " + program_name(s) + " ran; it was sent SIGTERM" +
                                        (result.killed ? ", then SIGKILL after " + format_duration(plan.kill_after)
                                                       : "")};
@@ -260,7 +258,7 @@ int run_job(client& db, const settings& s, const run_plan& plan, signal_relay& r
         throw exit_with{s.conflict_exit_code, what + " is running elsewhere: " + outcome.error + "; " +
                                                   program_name(s) + " not run"};
     case job_status::lost:
-        throw exit_with{exit_lost, "lost the lease on " + what + " while " + program_name(s) +
+        throw exit_with{exit_status::lease_lost, "lost the lease on " + what + " while " + program_name(s) +
                                        " ran; it was stopped and the run is not recorded as done"};
     case job_status::failed:
         if (outcome.executed && ran) return ran->status;  // PROGRAM's own failure, recorded in the ledger
@@ -283,7 +281,7 @@ int command_run(const settings& s) {
     } catch (const cancelled_error&) {
         const int sig = relay.last_signal();
         const char* name = sig > 0 ? sigabbrev_np(sig) : nullptr;
-        throw exit_with{128 + sig, std::string("interrupted by SIG") + (name ? name : "?") + " while waiting for '" +
+        throw exit_with{exit_status::signal_base + sig, std::string("interrupted by SIG") + (name ? name : "?") + " while waiting for '" +
                                        s.key + "'; " + program_name(s) + " not run"};
     } catch (const spawn_error& e) {
         throw exit_with{e.status, e.what()};
@@ -365,30 +363,6 @@ PROGRAM ran; 126/127 PROGRAM could not be run; 71 fork or pipe failed.)";
 
 int dispatch(int argc, char** argv) {
     settings s;
-    // Everything after the first "--" that follows the `run` command is
-    // PROGRAM and its arguments, never parsed as options.
-    std::vector<std::string> args(argv + 1, argv + argc);
-    // The command is the first argument that is not an option or the value of
-    // a global one; only after `run` does "--" start PROGRAM.
-    bool saw_run = false;
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        if (args[i] == "--url" || args[i] == "--table-prefix" || args[i] == "--durability") {
-            ++i;
-            continue;
-        }
-        if (args[i].starts_with("-")) continue;
-        saw_run = args[i] == "run";
-        if (!saw_run) break;
-        for (std::size_t j = i + 1; j < args.size(); ++j) {
-            if (args[j] != "--") continue;
-            s.saw_separator = true;
-            s.program.assign(args.begin() + static_cast<std::ptrdiff_t>(j) + 1, args.end());
-            args.resize(j);
-            break;
-        }
-        break;
-    }
-
     CLI::App app{"sqlock: distributed locks, leases and run-once jobs in the SQL database you already run"};
     app.name("sqlock");
     app.footer(footer);
@@ -409,6 +383,8 @@ int dispatch(int argc, char** argv) {
 
     auto* run = app.add_subcommand("run", "Hold KEY while PROGRAM runs (KEY -- PROGRAM [ARGS...])");
     run->add_option("KEY", s.key, "The lock key (with --once-per/--run-key: the job name)")->required();
+    // After "--" everything is PROGRAM and its arguments, never sqlock's options.
+    run->add_option("PROGRAM", s.program, "The program to run while KEY is held, after '--'");
     run->add_option("--wait", s.wait, "How long to wait for a busy key (default 0s: do not wait)");
     run->add_option("--lease", s.lease, "Lease length, renewed while PROGRAM runs (default 30s)");
     run->add_option("--mode", s.mode, "insert, update (default) or select-for-update");
@@ -440,14 +416,8 @@ after --kill-after, and sqlock exits 70; if sqlock is killed, SIGKILL at once.)"
     runs->add_flag("--json", s.json, "JSON instead of a table");
     runs->add_option("--limit", s.limit, "Rows to show (default 20)");
 
-    if (saw_run && !s.saw_separator) {
-        bool help = false;
-        for (const auto& a : args) help |= a == "-h" || a == "--help";
-        if (!help) usage("run needs '--' before PROGRAM: sqlock run [OPTIONS] KEY -- PROGRAM [ARGS...]");
-    }
-    std::reverse(args.begin(), args.end());  // CLI11 takes them last-first
     try {
-        app.parse(args);
+        app.parse(argc, argv);
     } catch (const CLI::CallForHelp&) {
         std::cout << (app.get_subcommands().empty() ? app.help() : app.get_subcommands().front()->help());
         return 0;
@@ -456,6 +426,16 @@ after --kill-after, and sqlock exits 70; if sqlock is killed, SIGKILL at once.)"
         return 0;
     } catch (const CLI::ParseError& e) {
         usage(std::string(e.what()) + " (see sqlock --help)");
+    }
+    // CLI11 leaves the "--" it met among the subcommand's remaining
+    // arguments, and after it fills positionals in order, KEY first if it is
+    // still empty: PROGRAM must then be everything after the "--".
+    const auto rest = run->remaining();
+    s.saw_separator = std::find(rest.begin(), rest.end(), "--") != rest.end();
+    if (run->parsed() && s.saw_separator) {
+        const auto separator = std::find(argv + 1, argv + argc, std::string_view("--"));
+        if (static_cast<std::size_t>(argv + argc - separator - 1) != s.program.size())
+            usage("run needs KEY before '--': sqlock run [OPTIONS] KEY -- PROGRAM [ARGS...]");
     }
     if (s.limit < 1 || s.limit > 10000) usage("--limit must be 1 to 10000");
     s.commits = resolve_durability(s);
@@ -501,14 +481,14 @@ int main(int argc, char** argv) {
     } catch (const cli::exit_with& e) {
         return say(e.status, "", e.message);
     } catch (const config_error& e) {
-        return say(cli::exit_usage, "", e.what());
+        return say(cli::exit_status::usage, "", e.what());
     } catch (const connection_error& e) {
-        return say(cli::exit_unavailable, "database unreachable: ", e.what());
+        return say(cli::exit_status::unavailable, "database unreachable: ", e.what());
     } catch (const schema_error& e) {
-        return say(cli::exit_unavailable, "", e.what(), " (run 'sqlock migrate')");
+        return say(cli::exit_status::unavailable, "", e.what(), " (run 'sqlock migrate')");
     } catch (const db_error& e) {
-        return say(cli::exit_unavailable, "database error: ", e.what());
+        return say(cli::exit_status::unavailable, "database error: ", e.what());
     } catch (const std::exception& e) {
-        return say(71, "", e.what());  // EX_OSERR: fork, pipe or poll failed
+        return say(cli::exit_status::os_error, "", e.what());  // fork, pipe or poll failed
     }
 }

@@ -70,7 +70,7 @@ private:
 std::string clip(const std::string& s, std::size_t n) { return s.size() <= n ? s : s.substr(0, n - 3) + "..."; }
 
 nlohmann::json run_json(const job_record& r) {
-    return {{"job", r.job},           {"run_key", r.run_key},       {"status", r.status},
+    return {{"job", r.job},           {"run_key", r.run_key},       {"status", to_string(r.status)},
             {"attempts", r.attempts}, {"token", r.token},           {"owner", r.owner},
             {"holder", r.holder},     {"started_at", iso(r.started_at)}, {"finished_at", iso(r.finished_at)},
             {"retry_at", iso(r.retry_at)}, {"result", r.result},    {"last_error", r.last_error}};
@@ -78,8 +78,8 @@ nlohmann::json run_json(const job_record& r) {
 
 void add_run_rows(table& t, const std::vector<job_record>& runs) {
     for (const auto& r : runs)
-        t.add({r.job, r.run_key, r.status, std::to_string(r.attempts), std::to_string(r.token), r.holder,
-               iso(r.started_at), iso(r.finished_at), clip(r.status == "succeeded" ? r.result : r.last_error, 60)});
+        t.add({r.job, r.run_key, to_string(r.status), std::to_string(r.attempts), std::to_string(r.token), r.holder,
+               iso(r.started_at), iso(r.finished_at), clip(r.status == run_status::succeeded ? r.result : r.last_error, 60)});
 }
 
 const std::vector<std::string> run_header{"JOB",   "RUN KEY", "STATUS",   "ATTEMPTS", "TOKEN",

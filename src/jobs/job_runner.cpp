@@ -96,7 +96,9 @@ job_record to_record(const detail::job_row& r, std::string_view job, std::string
     if (r.status.empty()) return out;
     out.job = r.job.empty() ? std::string(job) : r.job;
     out.run_key = r.run_key.empty() ? std::string(run_key) : r.run_key;
-    out.status = r.status;
+    out.status = r.status == to_string(run_status::succeeded) ? run_status::succeeded
+                 : r.status == to_string(run_status::failed)  ? run_status::failed
+                                         : run_status::running;
     out.owner = r.owner;
     out.holder = r.holder;
     out.token = r.token;
@@ -116,6 +118,15 @@ std::chrono::milliseconds backoff(const job_options& o, int failed_attempt) {
 }
 
 }  // namespace
+
+const char* to_string(run_status s) noexcept {
+    switch (s) {
+        case run_status::running: return "running";
+        case run_status::succeeded: return "succeeded";
+        case run_status::failed: return "failed";
+    }
+    return "unknown";
+}
 
 const char* to_string(job_status s) noexcept {
     switch (s) {
@@ -204,11 +215,11 @@ job_outcome job_runner::run_body(std::string_view job, std::string_view run_key,
     auto settled = [&](const detail::job_row& row) -> std::optional<job_outcome> {
         job_outcome out;
         out.record = to_record(row, job, run_key);
-        if (row.status == "succeeded") {
+        if (row.status == to_string(run_status::succeeded)) {
             out.status = job_status::already_done;
             return out;
         }
-        if (row.status != "failed") return std::nullopt;
+        if (row.status != to_string(run_status::failed)) return std::nullopt;
         out.status = job_status::failed;
         out.error = row.last_error;
         if (row.attempts >= options_.max_attempts) return out;
@@ -267,7 +278,7 @@ job_outcome job_runner::run_body(std::string_view job, std::string_view run_key,
         return s.fenced(key, token, [&](detail::ledger& l) {
             settled_meanwhile.reset();
             const auto row = l.read(job, run_key);
-            if (row && row->status == "running" && row->owner == held->owner()) {
+            if (row && row->status == to_string(run_status::running) && row->owner == held->owner()) {
                 // Our own claim: its COMMIT went through but its answer was
                 // lost (the connection died), and this is the retry. Owner
                 // ids are never reused, so no other attempt wrote this row.
@@ -280,13 +291,13 @@ job_outcome job_runner::run_body(std::string_view job, std::string_view run_key,
             }
             const int previous = row ? row->attempts : 0;
             std::string error = row ? row->last_error : std::string();
-            if (row && row->status == "running") {
+            if (row && row->status == to_string(run_status::running)) {
                 // Its holder died or lost the lease: we could only take the
                 // lease once that one had expired.
                 error = "attempt " + std::to_string(previous) + " by " + row->holder + " (token " +
                         std::to_string(row->token) + ") did not finish: its holder stopped renewing the lease";
                 if (previous >= options_.max_attempts) {
-                    l.write({.job = job, .run_key = run_key, .status = "failed", .owner = row->owner,
+                    l.write({.job = job, .run_key = run_key, .status = to_string(run_status::failed), .owner = row->owner,
                              .holder = row->holder, .token = row->token, .attempts = previous,
                              .last_error = storable(error, max_error_bytes)});
                     job_outcome out;
@@ -298,7 +309,7 @@ job_outcome job_runner::run_body(std::string_view job, std::string_view run_key,
             }
             attempt = previous + 1;
             earlier_error = storable(error, max_error_bytes);
-            l.write({.job = job, .run_key = run_key, .status = "running", .owner = held->owner(), .holder = holder,
+            l.write({.job = job, .run_key = run_key, .status = to_string(run_status::running), .owner = held->owner(), .holder = holder,
                      .token = token, .attempts = attempt, .starting = true, .last_error = earlier_error});
             return true;
         });
@@ -341,18 +352,18 @@ job_outcome job_runner::run_body(std::string_view job, std::string_view run_key,
         out.status = job_status::lost;
         out.error = "the lease was lost during the run" + (error.empty() ? std::string() : ": " + error);
         stored_error = storable(out.error, max_error_bytes);
-        w.status = "failed";
+        w.status = to_string(run_status::failed);
         w.retry_in_ms = 0;
     } else if (ok) {
         out.status = job_status::ran;
-        w.status = "succeeded";
+        w.status = to_string(run_status::succeeded);
         w.result = result;
         stored_error = earlier_error;
     } else {
         out.status = job_status::failed;
         out.error = error;
         stored_error = storable(error, max_error_bytes);
-        w.status = "failed";
+        w.status = to_string(run_status::failed);
         if (attempt < options_.max_attempts) {
             out.retry_in = backoff(options_, attempt);
             w.retry_in_ms = out.retry_in->count();

@@ -8,6 +8,7 @@
 #include "dialects/common/sql_library.hpp"
 #include "dialects/dialect.hpp"
 #include "dialects/mysql/mysql_url.hpp"
+#include "dialects/mysql/statements.hpp"
 
 #include <sqlock/errors.hpp>
 
@@ -73,30 +74,6 @@ sql::Driver* driver() {
     return instance;
 }
 
-// Binds the arguments to placeholders 1, 2, ... in order.
-void bind_one(sql::PreparedStatement& ps, unsigned i, std::string_view v) { ps.setString(i, std::string(v)); }
-void bind_one(sql::PreparedStatement& ps, unsigned i, std::int64_t v) { ps.setInt64(i, v); }
-void bind_one(sql::PreparedStatement& ps, unsigned i, int v) { ps.setInt(i, v); }
-void bind_one(sql::PreparedStatement& ps, unsigned i, bool v) { ps.setBoolean(i, v); }
-template <class... Args>
-void bind_all(sql::PreparedStatement& ps, const Args&... args) {
-    unsigned i = 1;
-    (bind_one(ps, i++, args), ...);
-}
-
-// A result row read by column index (from 0), NULL as "" or 0.
-struct my_row {
-    sql::ResultSet& rs;
-    std::string text(int i) const {
-        const auto c = static_cast<unsigned>(i + 1);
-        return rs.isNull(c) ? std::string() : std::string(rs.getString(c));
-    }
-    std::int64_t integer(int i) const {
-        const auto c = static_cast<unsigned>(i + 1);
-        return rs.isNull(c) ? 0 : static_cast<std::int64_t>(rs.getInt64(c));
-    }
-};
-
 struct my_setup {
     const dialect_context& ctx;
     const sql_library& sql;
@@ -124,6 +101,7 @@ public:
         try {
             conn_.reset(driver()->connect(opts));
             stmt_.reset(conn_->createStatement());
+            statements_.emplace(*conn_, setup_.sql);
             auto& setup_ps = prepared("session_setup");
             bind_all(setup_ps, seconds_up(ctx_.options.row_lock_timeout), seconds_up(ctx_.options.statement_timeout),
                  seconds_up(ctx_.options.statement_timeout));
@@ -526,7 +504,7 @@ public:
                 throw;
             }
             unlock_migration();
-            prepared_.clear();
+            statements_->clear();
         });
     }
 
@@ -596,10 +574,6 @@ private:
         drain(ps);
     }
 
-    static void drain(sql::PreparedStatement& ps) {
-        while (ps.getMoreResults()) std::unique_ptr<sql::ResultSet> more(ps.getResultSet());
-    }
-
     // The first column of the first row, when there is one and it is not NULL.
     template <class... Args>
     std::optional<std::int64_t> scalar(const char* name, const Args&... args) {
@@ -626,46 +600,10 @@ private:
         return rs->next() ? rs->getInt(1) : 0;
     }
 
-    // A marker in a statement's text, replaced by `group` repeated n times
-    // with `separator` between the copies. Only placeholders are
-    // generated, never values.
-    struct repeat {
-        const char* marker;
-        const char* group;
-        const char* separator;
-    };
-
-    // The statement with each marker expanded for n rows. Cached per (name, n).
-    sql::PreparedStatement& generated(const std::string& name, std::size_t n, std::initializer_list<repeat> markers) {
-        const std::string cache_key = name + "#" + std::to_string(n);
-        auto it = prepared_.find(cache_key);
-        if (it == prepared_.end()) {
-            // Steady state needs two sizes per statement (full batches and
-            // the remainder); forget the rest so server-side statements stay few.
-            if (++generated_count_ > 16) {
-                for (auto g = prepared_.begin(); g != prepared_.end();)
-                    g = g->first.find('#') != std::string::npos ? prepared_.erase(g) : std::next(g);
-                generated_count_ = 1;
-            }
-            std::string text = setup_.sql.get(name);
-            for (const auto& m : markers) {
-                std::string expanded = m.group;
-                for (std::size_t i = 1; i < n; ++i) expanded += std::string(m.separator) + m.group;
-                text.replace(text.rfind(m.marker), std::string_view(m.marker).size(), expanded);
-            }
-            it = prepared_.emplace(cache_key, std::unique_ptr<sql::PreparedStatement>(conn_->prepareStatement(text)))
-                     .first;
-        }
-        return *it->second;
-    }
-
-    sql::PreparedStatement& prepared(const std::string& name) {
-        auto it = prepared_.find(name);
-        if (it == prepared_.end())
-            it = prepared_.emplace(name, std::unique_ptr<sql::PreparedStatement>(
-                                             conn_->prepareStatement(setup_.sql.get(name))))
-                     .first;
-        return *it->second;
+    sql::PreparedStatement& prepared(const std::string& name) { return statements_->prepared(name); }
+    sql::PreparedStatement& generated(const std::string& name, std::size_t n,
+                                      std::initializer_list<statement_cache::repeat> markers) {
+        return statements_->generated(name, n, markers);
     }
 
     template <class F>
@@ -697,10 +635,9 @@ private:
     const dialect_context& ctx_;
     std::unique_ptr<sql::Connection> conn_;
     std::unique_ptr<sql::Statement> stmt_;
-    std::map<std::string, std::unique_ptr<sql::PreparedStatement>> prepared_;
+    std::optional<statement_cache> statements_;
     bool in_tx_ = false;
     int pinned_for_s_ = 0;  // idle_transaction_timeout in force
-    int generated_count_ = 0;
 };
 
 class my_dialect final : public dialect {
