@@ -24,6 +24,16 @@ constexpr int duplicate_key = 1062;
 constexpr int lock_wait_timeout = 1205;  // also NOWAIT's answer on MariaDB
 constexpr int deadlock = 1213;           // two grants' gap locks: contention too
 
+// Binds the arguments to placeholders 1, 2, ... in order.
+void bind_one(sql::PreparedStatement& ps, unsigned i, const std::string& v) { ps.setString(i, v); }
+void bind_one(sql::PreparedStatement& ps, unsigned i, std::int64_t v) { ps.setInt64(i, v); }
+template <class... Args>
+sql::PreparedStatement& bound(sql::PreparedStatement& ps, const Args&... args) {
+    unsigned i = 1;
+    (bind_one(ps, i++, args), ...);
+    return ps;
+}
+
 bool contention(const sql::SQLException& e) {
     return e.getErrorCode() == lock_wait_timeout || e.getErrorCode() == duplicate_key || e.getErrorCode() == deadlock;
 }
@@ -198,15 +208,7 @@ private:
 
     // One CALL of the grant procedure, which runs the whole transaction.
     bool grant(const std::string& key, const std::string& owner) {
-        auto& call = main_.ps("grant");
-        call.setString(1, key);
-        call.setString(2, owner);
-        call.setString(3, mode_);
-        call.setInt64(4, lease_ms_);
-        call.setString(5, holder_);
-        call.setString(6, note_);
-        call.setInt64(7, no_ticket);
-        call.setInt64(8, not_fair);
+        auto& call = bound(main_.ps("grant"), key, owner, mode_, lease_ms_, holder_, note_, no_ticket, not_fair);
         std::unique_ptr<sql::ResultSet> rs(call.executeQuery());
         const bool granted = rs->next() && !rs->isNull(1);
         if (granted) token_ = rs->getInt64(1);
@@ -227,12 +229,7 @@ private:
     bool lock_row(const std::string& key) {
         for (int attempt = 0; attempt < 2; ++attempt) {
             main_.exec("START TRANSACTION");
-            auto& lock = main_.ps("lock_row");
-            lock.setString(1, key);
-            lock.setString(2, key);
-            lock.setInt64(3, not_fair);
-            lock.setInt64(4, not_fair);
-            lock.setInt64(5, no_ticket);
+            auto& lock = bound(main_.ps("lock_row"), key, key, not_fair, not_fair, no_ticket);
             try {
                 if (lock.executeUpdate() == 1) {
                     token_ = bump(*second_, key);

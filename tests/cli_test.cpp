@@ -318,9 +318,7 @@ void release_force_fences_holder(const test::backend_base& db) {
     cli sqlock(db);
     auto a = db.open();
     auto b = db.open();
-    std::vector<sqlock::mode> modes{sqlock::mode::unique_insert, sqlock::mode::conditional_update};
-    if (db.row_locks()) modes.push_back(sqlock::mode::select_for_update);
-    for (auto m : modes) {
+    for (auto m : test::modes_of(db)) {
         CAPTURE(sqlock::to_string(m));
         auto held = a.try_acquire("k/force", {.mode = m, .lease = 20s});
         REQUIRE(held);

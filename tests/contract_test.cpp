@@ -1,6 +1,7 @@
 // The contract every backend meets, run against real servers (and SQLite files).
 
 #include "support/doctest_types.hpp"
+#include "support/helpers.hpp"
 
 #include <sqlock/sqlock.hpp>
 
@@ -18,12 +19,6 @@ using sqlock::mode;
 
 namespace {
 
-std::vector<mode> modes_of(const test::backend_base& db) {
-    std::vector<mode> m{mode::unique_insert, mode::conditional_update};
-    if (db.row_locks()) m.push_back(mode::select_for_update);
-    return m;
-}
-
 std::uint64_t statements(const sqlock::client& c) { return c.stats().statements; }
 
 }  // namespace
@@ -34,7 +29,7 @@ TEST_CASE_TEMPLATE("a held key is exclusive until released", Db, ALL_BACKENDS) {
     Db db;
     auto a = db.open();
     auto b = db.open();
-    for (mode m : modes_of(db)) {
+    for (mode m : test::modes_of(db)) {
         CAPTURE(sqlock::to_string(m));
         auto first = a.try_acquire("reports/nightly", {.mode = m});
         REQUIRE(first);
@@ -52,10 +47,10 @@ TEST_CASE_TEMPLATE("the modes exclude each other on one key", Db, ALL_BACKENDS) 
     Db db;
     auto a = db.open();
     auto b = db.open();
-    for (mode held : modes_of(db)) {
+    for (mode held : test::modes_of(db)) {
         auto lease = a.try_acquire("shared/key", {.mode = held});
         REQUIRE(lease);
-        for (mode other : modes_of(db)) {
+        for (mode other : test::modes_of(db)) {
             CAPTURE(sqlock::to_string(held));
             CAPTURE(sqlock::to_string(other));
             CHECK_FALSE(b.try_acquire("shared/key", {.mode = other}));
@@ -89,7 +84,7 @@ TEST_CASE_TEMPLATE("fencing tokens rise across modes, releases, expiries and row
         CHECK(c.inspect(key).token == last);
     };
     for (int round = 0; round < 3; ++round) {
-        for (mode m : modes_of(db)) {
+        for (mode m : test::modes_of(db)) {
             CAPTURE(sqlock::to_string(m));
             auto l = c.try_acquire(key, {.mode = m});
             REQUIRE(l);
@@ -101,7 +96,7 @@ TEST_CASE_TEMPLATE("fencing tokens rise across modes, releases, expiries and row
     }
     // Expiry: a lease that runs out is taken over, in every lease mode, by every mode.
     for (mode first : {mode::unique_insert, mode::conditional_update}) {
-        for (mode next : modes_of(db)) {
+        for (mode next : test::modes_of(db)) {
             CAPTURE(sqlock::to_string(first));
             CAPTURE(sqlock::to_string(next));
             auto stale = c.try_acquire(key, {.mode = first, .lease = 150ms, .reentrant = false, .auto_renew = false});
@@ -125,7 +120,7 @@ TEST_CASE_TEMPLATE("fencing tokens rise across modes, releases, expiries and row
         expect_larger(*l);
         l->release();
         raw->exec("DELETE FROM " + db.table("locks"));
-        for (mode m : modes_of(db)) {
+        for (mode m : test::modes_of(db)) {
             CAPTURE(sqlock::to_string(m));
             auto again = c.try_acquire(key, {.mode = m});
             REQUIRE(again);
@@ -212,7 +207,7 @@ TEST_CASE_TEMPLATE("the same thread re-acquiring a key gets the same grant", Db,
     Db db;
     auto a = db.open_quiet();
     auto b = db.open();
-    for (mode m : modes_of(db)) {
+    for (mode m : test::modes_of(db)) {
         CAPTURE(sqlock::to_string(m));
         auto outer = a.try_acquire("k", {.mode = m});
         REQUIRE(outer);
@@ -480,7 +475,7 @@ TEST_CASE_TEMPLATE("password and unix-socket URL forms connect", Db, SERVER_BACK
 
 TEST_CASE_TEMPLATE("many threads of many clients never share a key", Db, ALL_BACKENDS) {
     Db db;
-    for (mode m : modes_of(db)) {
+    for (mode m : test::modes_of(db)) {
         CAPTURE(sqlock::to_string(m));
         std::vector<sqlock::client> clients;
         for (int i = 0; i < 4; ++i) clients.push_back(db.open());

@@ -6,6 +6,7 @@
 
 #include "support/commit_probe.hpp"
 #include "support/doctest_types.hpp"
+#include "support/helpers.hpp"
 
 #include <sqlock/sqlock.hpp>
 
@@ -30,9 +31,7 @@ sqlock::client open_with(const test::backend_base& db, durability d, const std::
 // PostgreSQL a select_for_update grant bumps the fence on a second
 // connection), a renewal, a forced release, and a job run's ledger rows.
 void write_everything(const test::backend_base& db, sqlock::client& c) {
-    std::vector<mode> modes{mode::unique_insert, mode::conditional_update};
-    if (db.row_locks()) modes.push_back(mode::select_for_update);
-    for (mode m : modes) {
+    for (mode m : test::modes_of(db)) {
         CAPTURE(sqlock::to_string(m));
         auto l = c.try_acquire("dur/" + std::string(sqlock::to_string(m)), {.mode = m});
         REQUIRE(l);

@@ -17,24 +17,13 @@
 using namespace std::chrono_literals;
 using sqlock::mode;
 
-namespace {
-
-std::vector<mode> lease_modes_of(const test::backend_base& db) {
-    std::vector<mode> m{mode::unique_insert, mode::conditional_update};
-    if (db.row_locks()) m.push_back(mode::select_for_update);
-    return m;
-}
-
-
-}  // namespace
-
 TEST_SUITE("watchdog") {
 
 TEST_CASE_TEMPLATE("the watchdog keeps a lease alive past its length", Db, ALL_BACKENDS) {
     Db db;
     auto holder = db.open();
     auto other = db.open();
-    for (mode m : lease_modes_of(db)) {
+    for (mode m : test::modes_of(db)) {
         CAPTURE(sqlock::to_string(m));
         auto l = holder.try_acquire("k", {.mode = m, .lease = 600ms});
         REQUIRE(l);

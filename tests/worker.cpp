@@ -97,6 +97,24 @@ void say(const std::string& line) {
     std::cout << line << std::endl;  // flushed: the parent reads line by line
 }
 
+// The unguarded read-modify-write only the lock keeps exact: reads the
+// integer in `file`, waits a little (without the lock, lost updates are
+// certain), writes it back plus one, and appends "token owner" to FILE.tokens.
+void increment_under(const sqlock::lease& lease, const std::string& file, std::mt19937& rng) {
+    long value = 0;
+    {
+        std::ifstream in(file);
+        in >> value;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(rng() % 300));
+    {
+        std::ofstream out(file, std::ios::trunc);
+        out << value + 1 << "\n";
+    }
+    std::ofstream log(file + ".tokens", std::ios::app);
+    log << lease.token() << " " << lease.owner() << "\n";
+}
+
 int counter(char** argv) {
     auto db = open(argv[2], argv[3]);
     const std::string key = argv[4];
@@ -106,21 +124,7 @@ int counter(char** argv) {
     std::mt19937 rng(static_cast<unsigned>(getpid()));
     for (int i = 0; i < iterations; ++i) {
         auto lease = db.acquire(key, 120s, {.mode = m, .lease = 20s});
-        long value = 0;
-        {
-            std::ifstream in(file);
-            in >> value;
-        }
-        // Widen the race window: without the lock, lost updates are certain.
-        std::this_thread::sleep_for(std::chrono::microseconds(rng() % 300));
-        {
-            std::ofstream out(file, std::ios::trunc);
-            out << value + 1 << "\n";
-        }
-        {
-            std::ofstream log(file + ".tokens", std::ios::app);
-            log << lease.token() << " " << lease.owner() << "\n";
-        }
+        increment_under(lease, file, rng);
         lease.release();
     }
     say("done " + std::to_string(iterations));
@@ -232,20 +236,7 @@ int churn(char** argv) {
             abandoned.push_back(std::move(*l));
         }
         auto lease = db.acquire(key, 60s, {.mode = sqlock::mode::unique_insert, .lease = 400ms});
-        long value = 0;
-        {
-            std::ifstream in(file);
-            in >> value;
-        }
-        std::this_thread::sleep_for(std::chrono::microseconds(rng() % 300));
-        {
-            std::ofstream out(file, std::ios::trunc);
-            out << value + 1 << "\n";
-        }
-        {
-            std::ofstream log(file + ".tokens", std::ios::app);
-            log << lease.token() << " " << lease.owner() << "\n";
-        }
+        increment_under(lease, file, rng);
         lease.release();
     }
     // Linger for a junk lease and two sweep intervals, so that how much junk

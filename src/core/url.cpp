@@ -111,31 +111,17 @@ url_parts parse_url(std::string_view url) {
         throw config_error("database URL has no scheme: use postgresql://, mysql:// or sqlite:");
     std::string_view scheme = url.substr(0, colon);
     std::string_view rest = url.substr(colon + 1);
-    if (scheme == "postgresql" || scheme == "postgres") {
+    // A server URL: checked for a password that would be misread, and its
+    // secrets noted for scrubbing; the dialect parses the rest.
+    auto server = [&](const char* name, const char* example) {
         if (!starts_with(rest, "//"))
-            throw config_error("PostgreSQL URL must start with postgresql://");
+            throw config_error("a " + std::string(scheme) + " URL must start with " + example);
         check_server_url(url, rest.substr(2));
-        url_parts u;
-        u.scheme = "postgres";
-        u.raw = std::string(url);
-        u.secrets = secrets_of(rest.substr(2));
-        return u;
-    }
-    if (scheme == "mysql" || scheme == "mariadb") {
-        if (!starts_with(rest, "//")) throw config_error("MySQL URL must start with mysql://");
-        check_server_url(url, rest.substr(2));
-        url_parts u;
-        u.scheme = "mysql";
-        u.raw = std::string(url);
-        u.secrets = secrets_of(rest.substr(2));
-        return u;
-    }
-    if (scheme == "sqlite") {
-        url_parts u;
-        u.scheme = "sqlite";
-        u.raw = std::string(url);
-        return u;
-    }
+        return url_parts{name, std::string(url), secrets_of(rest.substr(2))};
+    };
+    if (scheme == "postgresql" || scheme == "postgres") return server("postgres", "postgresql://");
+    if (scheme == "mysql" || scheme == "mariadb") return server("mysql", "mysql://");
+    if (scheme == "sqlite") return url_parts{"sqlite", std::string(url), {}};
     // The scheme is what comes before the first ':', which in a URL without
     // one may be a user name: show it only when it looks like a scheme.
     const bool shown = !scheme.empty() && scheme.size() <= 20 &&

@@ -5,6 +5,8 @@
 // said here, as operations and capabilities. Dialects depend on nothing of
 // the core; what they share is in src/dialects/common/.
 
+#include "dialects/common/sql_library.hpp"
+
 #include <sqlock/client.hpp>
 #include <sqlock/options.hpp>
 
@@ -20,8 +22,6 @@
 #include <vector>
 
 namespace sqlock::detail {
-
-class sql_library;
 
 // Everything a dialect needs from the client. Outlives the dialect.
 struct dialect_context {
@@ -256,10 +256,11 @@ public:
 class dialect {
 public:
     virtual ~dialect() = default;
-    virtual std::string_view name() const = 0;
-    virtual client_capabilities capabilities() const = 0;
+    // "postgres", "mysql" or "sqlite": also the folder of its SQL.
+    std::string_view name() const { return name_; }
     // Statements and migrations, the table prefix applied.
-    virtual const sql_library& sql() const = 0;
+    const sql_library& sql() const { return sql_; }
+    virtual client_capabilities capabilities() const = 0;
     virtual std::unique_ptr<session> connect() = 0;
     // A dedicated connection listening on `channel`; only when
     // capabilities().wake_ups.
@@ -272,6 +273,13 @@ public:
     // in the library (sqlock::sqlite::fence). Throws lease_lost_error when the
     // lease (key, token) is not held; config_error on other backends.
     virtual void fence_native(void* native, std::string_view key, std::int64_t token) const;
+
+protected:
+    dialect(std::string_view name, std::string_view table_prefix) : name_(name), sql_(name, table_prefix) {}
+
+private:
+    std::string name_;
+    sql_library sql_;
 };
 
 // Factories, one per backend; each throws config_error naming its CMake

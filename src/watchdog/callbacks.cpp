@@ -1,5 +1,7 @@
 #include "watchdog/callbacks.hpp"
 
+#include "watchdog/threads.hpp"
+
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -32,15 +34,7 @@ callback_queue::callback_queue() : state_(std::make_shared<state>()) {
     thread_ = std::thread([s = state_] { s->main(); });
 }
 
-callback_queue::~callback_queue() {
-    {
-        std::lock_guard lock(state_->mu);
-        state_->stopping = true;
-    }
-    state_->cv.notify_all();
-    if (thread_.get_id() == std::this_thread::get_id()) thread_.detach();
-    else thread_.join();
-}
+callback_queue::~callback_queue() { stop_thread(state_->mu, state_->stopping, state_->cv, thread_); }
 
 void callback_queue::post(std::function<void()> fn) {
     {

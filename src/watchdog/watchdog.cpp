@@ -1,6 +1,7 @@
 #include "watchdog/watchdog.hpp"
 
 #include "watchdog/clock.hpp"
+#include "watchdog/threads.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -100,15 +101,7 @@ watchdog::watchdog(std::weak_ptr<keeper> k, std::size_t batch_size)
     thread_ = std::thread([s = state_] { s->main(); });
 }
 
-watchdog::~watchdog() {
-    {
-        std::lock_guard lock(state_->mu);
-        state_->stopping = true;
-    }
-    state_->cv.notify_all();
-    if (thread_.get_id() == std::this_thread::get_id()) thread_.detach();
-    else thread_.join();
-}
+watchdog::~watchdog() { stop_thread(state_->mu, state_->stopping, state_->cv, thread_); }
 
 void watchdog::watch(const std::shared_ptr<lease_timing>& lease) {
     {

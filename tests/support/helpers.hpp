@@ -14,6 +14,14 @@
 
 namespace test {
 
+// Every mode the backend offers: the lease modes, and select_for_update
+// where it has row locks.
+inline std::vector<sqlock::mode> modes_of(const backend_base& db) {
+    std::vector<sqlock::mode> m{sqlock::mode::unique_insert, sqlock::mode::conditional_update};
+    if (db.row_locks()) m.push_back(sqlock::mode::select_for_update);
+    return m;
+}
+
 // Polls until pred() holds or the timeout passes; returns pred().
 template <class Pred>
 bool eventually(Pred pred, std::chrono::milliseconds timeout = std::chrono::seconds(10)) {

@@ -3,6 +3,7 @@
 
 #include "dialects/dialect.hpp"
 
+#include <chrono>
 #include <optional>
 #include <set>
 #include <string>
@@ -46,6 +47,26 @@ job_row read_job_row(const Row& r) {
     out.job = r.text(11);
     out.run_key = r.text(12);
     return out;
+}
+
+// The live lease a row describes, from its columns first .. first + 4:
+// owner, mode, holder, note, remaining ms (NULL when no lease is live; then
+// info is left alone). Row provides text(i), integer(i) and null(i).
+template <class Row>
+void read_lease(const Row& r, int first, lock_info& info) {
+    if (r.null(first + 4)) return;
+    info.held = true;
+    info.owner = r.text(first);
+    info.mode = r.text(first + 1);
+    info.holder = r.text(first + 2);
+    info.note = r.text(first + 3);
+    info.expires_in = std::chrono::milliseconds(r.integer(first + 4));
+}
+
+// A key whose row is locked with no live lease on it: a select_for_update holder has it.
+inline void held_by_row_lock(lock_info& info) {
+    info.held = true;
+    info.mode = to_string(mode::select_for_update);
 }
 
 // The batch as a JSON array of {"k": key, "o": owner, "ms": lease}, for

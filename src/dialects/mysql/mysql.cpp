@@ -381,14 +381,7 @@ public:
             bind_all(ps, key);
             for_rows(ps, [&](sql::ResultSet& rs) {
                 row_exists = true;
-                if (rs.isNull(5)) return;
-                const my_row r{rs};
-                info.held = true;
-                info.owner = r.text(0);
-                info.mode = r.text(1);
-                info.holder = r.text(2);
-                info.note = r.text(3);
-                info.expires_in = std::chrono::milliseconds(r.integer(4));
+                read_lease(my_row{rs}, 0, info);
             });
             info.token = scalar("read_token", key).value_or(0);
             if (row_exists && !info.held) {
@@ -397,10 +390,7 @@ public:
                 auto& probe = prepared("inspect_row_free");
                 bind_all(probe, key);
                 for_rows(probe, [&](sql::ResultSet&) { free = true; });
-                if (!free) {
-                    info.held = true;
-                    info.mode = to_string(mode::select_for_update);
-                }
+                if (!free) held_by_row_lock(info);
             }
             return info;
         });
@@ -643,7 +633,7 @@ private:
 class my_dialect final : public dialect {
 public:
     explicit my_dialect(const dialect_context& ctx)
-        : sql_(dialect_name, ctx.options.table_prefix), setup_{ctx, sql_, parse_mysql_url(ctx.url)} {
+        : dialect(dialect_name, ctx.options.table_prefix), setup_{ctx, sql(), parse_mysql_url(ctx.url)} {
         // MySQL/MariaDB have no per-session equivalent of PostgreSQL's
         // synchronous_commit: innodb_flush_log_at_trx_commit and sync_binlog
         // are global (SET SESSION fails with error 1229), and setting them
@@ -654,17 +644,14 @@ public:
                 "sync_binlog can only be set for the whole server, so set them there if that is acceptable for "
                 "every database on it, or use strict durability");
     }
-    std::string_view name() const override { return dialect_name; }
     client_capabilities capabilities() const override {
         return {.row_locks = true, .wake_ups = false, .sql_fence = true, .relaxed_durability = false, .embedded = false};
     }
-    const sql_library& sql() const override { return sql_; }
     std::unique_ptr<session> connect() override { return std::make_unique<my_session>(setup_); }
     std::unique_ptr<notifier> listen(const std::string&) override { return nullptr; }
-    std::string fence_sql() const override { return "SELECT " + sql_.prefix() + "assert_held(?, ?)"; }
+    std::string fence_sql() const override { return "SELECT " + sql().prefix() + "assert_held(?, ?)"; }
 
 private:
-    sql_library sql_;
     my_setup setup_;
 };
 

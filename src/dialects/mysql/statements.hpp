@@ -39,6 +39,7 @@ struct my_row {
     sql::ResultSet& rs;
     std::string text(int i) const;
     std::int64_t integer(int i) const;
+    bool null(int i) const { return rs.isNull(static_cast<unsigned>(i + 1)); }
 };
 
 class statement_cache {

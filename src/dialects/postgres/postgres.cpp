@@ -50,6 +50,7 @@ struct pg_row {
     const pqxx::row& r;
     std::string text(int i) const { return r[i].is_null() ? std::string() : r[i].as<std::string>(); }
     std::int64_t integer(int i) const { return r[i].is_null() ? 0 : r[i].as<std::int64_t>(); }
+    bool null(int i) const { return r[i].is_null(); }
 };
 
 struct pg_setup {
@@ -271,17 +272,8 @@ public:
             lock_info info;
             info.key = std::string(key);
             info.token = r.integer(6);
-            if (!row[5].is_null()) {
-                info.held = true;
-                info.owner = r.text(1);
-                info.mode = r.text(2);
-                info.holder = r.text(3);
-                info.note = r.text(4);
-                info.expires_in = std::chrono::milliseconds(r.integer(5));
-            } else if (row[7].as<bool>()) {
-                info.held = true;
-                info.mode = to_string(mode::select_for_update);
-            }
+            read_lease(r, 1, info);
+            if (!info.held && row[7].as<bool>()) held_by_row_lock(info);
             return info;
         });
     }
@@ -501,7 +493,7 @@ private:
 class pg_dialect final : public dialect {
 public:
     explicit pg_dialect(const dialect_context& ctx)
-        : sql_(dialect_name, ctx.options.table_prefix), setup_{ctx, sql_, ctx.url, 0} {
+        : dialect(dialect_name, ctx.options.table_prefix), setup_{ctx, sql(), ctx.url, 0} {
         // Hand libpq the URL as given, adding bounds on connecting and on a
         // silent network unless the URL sets them itself: keepalive probes
         // from the first idle second, and a connection whose data (probes
@@ -523,19 +515,16 @@ public:
         add("keepalives_count", "3");
         add("application_name", "sqlock");
     }
-    std::string_view name() const override { return dialect_name; }
     client_capabilities capabilities() const override {
         return {.row_locks = true, .wake_ups = true, .sql_fence = true, .relaxed_durability = true, .embedded = false};
     }
-    const sql_library& sql() const override { return sql_; }
     std::unique_ptr<session> connect() override { return std::make_unique<pg_session>(setup_); }
     std::unique_ptr<notifier> listen(const std::string& channel) override {
         return std::make_unique<pg_notifier>(setup_.conninfo, channel, setup_.ctx);
     }
-    std::string fence_sql() const override { return "SELECT " + sql_.prefix() + "assert_held($1, $2)"; }
+    std::string fence_sql() const override { return "SELECT " + sql().prefix() + "assert_held($1, $2)"; }
 
 private:
-    sql_library sql_;
     pg_setup setup_;
 };
 

@@ -230,17 +230,11 @@ public:
     }
 
     bool release(std::string_view key, std::string_view owner, sqlock::mode m) override {
-        auto q = prepare(m == mode::unique_insert ? "release_delete" : "release_clear");
-        q.bind(1, key).bind(2, owner);
-        q.run();
-        return q.changes() == 1;
+        return update(m == mode::unique_insert ? "release_delete" : "release_clear", key, owner) == 1;
     }
 
     renew_result renew(std::string_view key, std::string_view owner, std::int64_t lease_ms, bool) override {
-        auto q = prepare("renew");
-        q.bind(1, key).bind(2, owner).bind(3, lease_ms);
-        q.run();
-        return q.changes() == 1 ? renew_result::renewed : renew_result::not_held;
+        return update("renew", key, owner, lease_ms) == 1 ? renew_result::renewed : renew_result::not_held;
     }
 
     void bound_waits(std::chrono::milliseconds bound) override {
@@ -257,18 +251,9 @@ public:
         return present_in(batch, renewed, [](const renewal& r) { return r.owner; });
     }
 
-    std::size_t sweep(std::size_t limit) override {
-        auto q = prepare("sweep");
-        q.bind(1, static_cast<std::int64_t>(limit));
-        q.run();
-        return static_cast<std::size_t>(q.changes());
-    }
-
+    std::size_t sweep(std::size_t limit) override { return update("sweep", static_cast<std::int64_t>(limit)); }
     std::size_t sweep_waiters(std::size_t limit) override {
-        auto q = prepare("sweep_waiters");
-        q.bind(1, static_cast<std::int64_t>(limit));
-        q.run();
-        return static_cast<std::size_t>(q.changes());
+        return update("sweep_waiters", static_cast<std::int64_t>(limit));
     }
 
     std::int64_t enqueue(const waiter_request& w) override {
@@ -281,11 +266,7 @@ public:
         return ticket;
     }
 
-    void dequeue(std::int64_t ticket) override {
-        auto q = prepare("dequeue");
-        q.bind(1, ticket);
-        q.run();
-    }
+    void dequeue(std::int64_t ticket) override { update("dequeue", ticket); }
 
     std::vector<bool> beat_waiters(const std::vector<heartbeat>& batch) override {
         auto q = prepare("beat_waiters");
@@ -347,14 +328,7 @@ public:
         lock_info info;
         info.key = std::string(key);
         if (q.step()) {
-            if (!q.null(4)) {
-                info.held = true;
-                info.owner = q.text(0);
-                info.mode = q.text(1);
-                info.holder = q.text(2);
-                info.note = q.text(3);
-                info.expires_in = std::chrono::milliseconds(q.integer(4));
-            }
+            read_lease(q, 0, info);
             info.token = q.integer(5);
         }
         return info;
@@ -417,10 +391,7 @@ public:
     }
 
     std::size_t sweep_jobs(std::int64_t retention_ms, std::size_t limit) override {
-        auto q = prepare("sweep_jobs");
-        q.bind(1, retention_ms).bind(2, static_cast<std::int64_t>(limit));
-        q.run();
-        return static_cast<std::size_t>(q.changes());
+        return update("sweep_jobs", retention_ms, static_cast<std::int64_t>(limit));
     }
 
     std::int64_t now_ms() override {
@@ -450,6 +421,17 @@ private:
     private:
         sqlite_session& s_;
     };
+
+    // A statement run for the number of rows it changed; arguments bound to
+    // ?1, ?2, ... in order.
+    template <class... Args>
+    std::size_t update(const std::string& name, const Args&... args) {
+        auto q = prepare(name);
+        int i = 1;
+        (q.bind(i++, args), ...);
+        q.run();
+        return static_cast<std::size_t>(q.changes());
+    }
 
     // Runs body in a BEGIN IMMEDIATE transaction: committed when it returns
     // true, rolled back when it returns false or throws. Returns whether it
@@ -519,17 +501,15 @@ private:
 class sqlite_dialect final : public dialect {
 public:
     explicit sqlite_dialect(const dialect_context& ctx)
-        : path_(parse_sqlite_path(ctx.url)),
+        : dialect(dialect_name, ctx.options.table_prefix),
+          path_(parse_sqlite_path(ctx.url)),
           ctx_(ctx),
-          sql_(dialect_name, ctx.options.table_prefix),
           writers_(write_queue_for(path_)) {}
-    std::string_view name() const override { return dialect_name; }
     client_capabilities capabilities() const override {
         return {.row_locks = false, .wake_ups = false, .sql_fence = false, .relaxed_durability = true, .embedded = true};
     }
-    const sql_library& sql() const override { return sql_; }
     std::unique_ptr<session> connect() override {
-        return std::make_unique<sqlite_session>(path_, ctx_, sql_, writers_);
+        return std::make_unique<sqlite_session>(path_, ctx_, sql(), writers_);
     }
     std::unique_ptr<notifier> listen(const std::string&) override { return nullptr; }
     std::string fence_sql() const override {
@@ -545,9 +525,9 @@ public:
             throw config_error("sqlock::sqlite::fence needs an open transaction: run BEGIN IMMEDIATE first");
         // The statements compare expiries with <prefix>now_ms(), the clock every
         // sqlock connection uses; give the application's connection the same one.
-        register_clock(db, sql_);
+        register_clock(db, sql());
         auto run = [&](const char* name, auto&& on_row) {
-            const std::string& text = sql_.get(name);
+            const std::string& text = sql().get(name);
             sqlite3_stmt* raw = nullptr;
             int rc = sqlite3_prepare_v2(db, text.c_str(), static_cast<int>(text.size()), &raw, nullptr);
             std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)> st(raw, sqlite3_finalize);
@@ -571,7 +551,6 @@ public:
 private:
     std::string path_;
     const dialect_context& ctx_;
-    sql_library sql_;
     std::shared_ptr<write_queue> writers_;
 };
 
