@@ -266,4 +266,27 @@ TEST_CASE("the table prefix replaces sqlock_ everywhere in the embedded SQL") {
     }
 }
 
+TEST_CASE("an embedded statement includes a fragment by {{name}}, without the fragment's comments") {
+    auto fragment = [](std::string_view name) -> std::string_view {
+        if (name == "cols") return "-- the columns\n  a, b,\n  c\n\n";
+        throw std::logic_error("unknown fragment");
+    };
+    CHECK(sqlock::detail::expand_includes("SELECT {{cols}}\n  FROM t", fragment) == "SELECT   a, b,\n  c\n  FROM t");
+    CHECK(sqlock::detail::expand_includes("SELECT 1", fragment) == "SELECT 1");
+    CHECK_THROWS_AS(sqlock::detail::expand_includes("SELECT {{cols", fragment), std::logic_error);
+    CHECK_THROWS_AS(sqlock::detail::expand_includes("SELECT {{nope}}", fragment), std::logic_error);
+    // Every dialect's ledger statements read the one column list, prefixed.
+    for (const char* dialect : {"postgres", "mysql", "sqlite"}) {
+        sqlock::detail::sql_library l(dialect, "zz_");
+        for (const char* name : {"job_row", "job_lock", "job_list"}) {
+            CAPTURE(dialect);
+            CAPTURE(name);
+            const std::string& sql = l.get(name);
+            CHECK(sql.find("{{") == std::string::npos);
+            CHECK(sql.find("r.status, r.owner, r.holder, r.token, r.attempts,") != std::string::npos);
+            CHECK(sql.find("the order read_job_row") == std::string::npos);
+        }
+    }
+}
+
 }  // TEST_SUITE

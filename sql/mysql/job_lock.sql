@@ -1,10 +1,5 @@
 -- One ledger row, locked until the transaction ends: ? job, ? run key.
-SELECT r.status, r.owner, r.holder, r.token, r.attempts,
-       FLOOR(UNIX_TIMESTAMP(r.started_at) * 1000),
-       FLOOR(UNIX_TIMESTAMP(r.finished_at) * 1000),
-       FLOOR(UNIX_TIMESTAMP(r.retry_at) * 1000),
-       r.result, r.last_error,
-       FLOOR(UNIX_TIMESTAMP(UTC_TIMESTAMP(6)) * 1000), r.job, r.run_key
+SELECT {{job_columns}}
   FROM sqlock_job_runs r
  WHERE r.job = ? AND r.run_key = ?
    FOR UPDATE

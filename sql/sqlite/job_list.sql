@@ -1,7 +1,6 @@
 -- Ledger rows, newest first: ?1 job, or job-name prefix when ?3 is 0 ('' for
 -- every job), ?2 limit.
-SELECT r.status, r.owner, r.holder, r.token, r.attempts, r.started_ms, r.finished_ms, r.retry_ms,
-       r.result, r.last_error, sqlock_now_ms(), r.job, r.run_key
+SELECT {{job_columns}}
   FROM sqlock_job_runs r
  WHERE CASE WHEN ?3 THEN r.job = ?1 ELSE substr(r.job, 1, length(?1)) = ?1 END
  ORDER BY r.started_ms DESC, r.job, r.run_key

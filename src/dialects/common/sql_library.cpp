@@ -37,6 +37,18 @@ sql_library::sql_library(std::string_view dialect, std::string_view prefix) : pr
             migrations_.push_back({version, std::move(name), std::move(text)});
         }
     }
+    // Includes are expanded from the raw texts, one level deep: a fragment
+    // holds no markers of its own.
+    std::vector<std::pair<std::string, std::string>> expanded;
+    expanded.reserve(statements_.size());
+    for (const auto& [name, text] : statements_)
+        expanded.emplace_back(name, expand_includes(text, [&](std::string_view include) -> std::string_view {
+                                  for (const auto& [n, t] : statements_)
+                                      if (n == include) return t;
+                                  throw std::logic_error("sqlock: sql/" + std::string(dialect) + "/" + name +
+                                                         ".sql includes a missing {{" + std::string(include) + "}}");
+                              }));
+    statements_ = std::move(expanded);
     std::sort(migrations_.begin(), migrations_.end(),
               [](const migration& a, const migration& b) { return a.version < b.version; });
 }
@@ -45,6 +57,32 @@ const std::string& sql_library::get(std::string_view name) const {
     for (const auto& [n, text] : statements_)
         if (n == name) return text;
     throw std::logic_error("sqlock: no embedded statement " + std::string(name));
+}
+
+std::string expand_includes(std::string_view sql,
+                            const std::function<std::string_view(std::string_view)>& fragment) {
+    std::string out;
+    std::size_t pos = 0;
+    for (auto open = sql.find("{{"); open != std::string_view::npos; open = sql.find("{{", pos)) {
+        auto close = sql.find("}}", open);
+        if (close == std::string_view::npos) throw std::logic_error("sqlock: unterminated {{ in embedded SQL");
+        out.append(sql.substr(pos, open - pos));
+        std::string_view body = fragment(sql.substr(open + 2, close - open - 2));
+        std::string code;
+        while (!body.empty()) {
+            auto eol = body.find('\n');
+            std::string_view line = body.substr(0, eol);
+            body.remove_prefix(eol == std::string_view::npos ? body.size() : eol + 1);
+            std::string_view lead = line.substr(std::min(line.find_first_not_of(" \t"), line.size()));
+            if (lead.starts_with("--")) continue;
+            code.append(line).push_back('\n');
+        }
+        while (!code.empty() && (code.back() == '\n' || code.back() == ' ')) code.pop_back();
+        out.append(code);
+        pos = close + 2;
+    }
+    out.append(sql.substr(pos));
+    return out;
 }
 
 std::vector<std::string> split_statements(std::string_view sql) {

@@ -3,6 +3,7 @@
 // table prefix applied.
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,7 +28,10 @@ public:
     // Every "sqlock_" in the dialect's SQL becomes `prefix`.
     sql_library(std::string_view dialect, std::string_view prefix);
 
-    // The statement in sql/<dialect>/<name>.sql. Throws std::logic_error if absent.
+    // The statement in sql/<dialect>/<name>.sql, with every {{other}} replaced
+    // by sql/<dialect>/other.sql minus its comment lines (so a column list
+    // that several statements read, and C++ decodes by position, is written
+    // once). Throws std::logic_error if absent.
     const std::string& get(std::string_view name) const;
     // Migrations in version order.
     const std::vector<migration>& migrations() const { return migrations_; }
@@ -39,6 +43,11 @@ private:
     std::vector<std::pair<std::string, std::string>> statements_;
     std::vector<migration> migrations_;
 };
+
+// Replaces every {{name}} in sql with fragment(name) stripped of "--" comment
+// lines and trailing newlines. Throws std::logic_error on an unterminated marker.
+std::string expand_includes(std::string_view sql,
+                            const std::function<std::string_view(std::string_view)>& fragment);
 
 // Replaces every "sqlock_" with prefix.
 std::string apply_prefix(std::string_view sql, std::string_view prefix);
