@@ -13,6 +13,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace test {
 
@@ -26,6 +27,8 @@ public:
     virtual void exec(const std::string& sql) = 0;
     // First column of the first row as an integer (0 when no row).
     virtual std::int64_t scalar(const std::string& sql) = 0;
+    // Every row, every column as text (NULL as "").
+    virtual std::vector<std::vector<std::string>> rows(const std::string& sql) = 0;
     // An application transaction (SQLite: BEGIN IMMEDIATE); exec and scalar
     // run inside it until commit or rollback.
     virtual void begin() = 0;
@@ -35,8 +38,12 @@ public:
     virtual void rollback() = 0;
 };
 
-// A raw connection to the database of a sqlock URL.
-std::unique_ptr<raw_connection> raw_connection_for(const std::string& url);
+// A raw connection to the database of a sqlock URL. A non-zero io_bound
+// bounds connecting and every read and write (MySQL: read/write timeouts;
+// PostgreSQL: keepalives and TCP_USER_TIMEOUT; SQLite: the busy timeout), so
+// that a partitioned or frozen server fails a call instead of hanging it.
+std::unique_ptr<raw_connection> raw_connection_for(const std::string& url,
+                                                   std::chrono::seconds io_bound = std::chrono::seconds(0));
 
 struct backend_base {
     std::string prefix = "t" + random_hex(10) + "_";

@@ -11,7 +11,12 @@ std::atomic<bool> installed{false};
 std::mutex mu;
 std::shared_ptr<const fault_hook> current;
 
+std::atomic<bool> client_clock{false};
+
 }  // namespace
+
+void use_client_clock_for_testing() { client_clock.store(true); }
+bool using_client_clock_for_testing() { return client_clock.load(std::memory_order_relaxed); }
 
 void set_fault_hook_for_testing(fault_hook hook) {
     std::lock_guard lock(mu);

@@ -22,4 +22,13 @@ void set_fault_hook_for_testing(fault_hook hook);
 // Calls the hook, if any, for point p.
 void fault(fault_point p);
 
+// A deliberately broken lease mode, for the fault campaign's negative control
+// (scripts/faults.sh): once called, SQLite's database clock (<prefix>now_ms(),
+// which every expiry comparison reads) becomes this process's libc
+// CLOCK_REALTIME, which faketime skews, instead of the host's clock read by
+// system call. Leases are then compared with a client clock, the mistake the
+// design forbids; the campaign shows its checker catches what follows.
+void use_client_clock_for_testing();
+bool using_client_clock_for_testing();
+
 }  // namespace sqlock::detail

@@ -35,7 +35,10 @@ constexpr const char* dialect_name = "sqlite";
 // <prefix>now_ms(); the statements in sql/sqlite/ compare expiries with it.
 void sql_now_ms(sqlite3_context* context, int, sqlite3_value**) {
     timespec ts{};
-    syscall(SYS_clock_gettime, CLOCK_REALTIME, &ts);
+    if (using_client_clock_for_testing()) [[unlikely]]
+        ::clock_gettime(CLOCK_REALTIME, &ts);
+    else
+        syscall(SYS_clock_gettime, CLOCK_REALTIME, &ts);
     sqlite3_result_int64(context, static_cast<sqlite3_int64>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000);
 }
 
