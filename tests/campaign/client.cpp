@@ -19,6 +19,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <deque>
 #include <memory>
@@ -216,16 +217,24 @@ int run_client(const client_config& config) {
     if (config.broken_clock) sqlock::detail::use_client_clock_for_testing();
     // SIGTERM asks for a clean stop: blocked in every thread (the library's
     // start after this), taken by sigwait on a thread of its own, which
-    // requests the stop that acquire() and the loops watch.
+    // requests the stop that acquire() and the loops watch. SIGUSR1 makes
+    // that thread burn CPU for two leases: with the orchestrator's CPU quota
+    // on the process, the way a busy application in a CPU-limited container
+    // starves its own lock's timers.
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGUSR1);
     pthread_sigmask(SIG_BLOCK, &set, nullptr);
     std::stop_source stop;
-    std::jthread signals([&stop, set] {
-        int sig = 0;
-        sigwait(&set, &sig);
+    const auto burn = std::chrono::milliseconds(config.lease_ms * 2);
+    std::jthread signals([&stop, set, burn] {
+        for (int sig = 0; sigwait(&set, &sig) == 0 && sig == SIGUSR1;) {
+            const auto until = std::chrono::steady_clock::now() + burn;
+            std::atomic<unsigned long> spin{0};
+            while (std::chrono::steady_clock::now() < until) spin.fetch_add(1, std::memory_order_relaxed);
+        }
         stop.request_stop();
     });
     worker w(config, stop.get_token());

@@ -8,8 +8,8 @@
 //   kill_holder kill_waiter    SIGKILL a client holding a key / waiting (a
 //                              new client takes its place)
 //   stop_holder                SIGSTOP a holder for 1.5 leases, then SIGCONT
-//   starve_holder              a holder gets 2% of a CPU for 2 leases
-//                              (cgroup cpu quota; else SCHED_IDLE + busy loops)
+//   starve_holder              a holder burns CPU under a quota of 0.1 CPU for
+//                              2 leases (a cgroup; else SCHED_IDLE + busy loops)
 //   server_crash               SIGKILL-style stop of the server, start again
 //   server_freeze              SIGSTOP of every server process for 1.5 leases
 //   conn_kill                  every client connection killed server-side
@@ -105,9 +105,12 @@ int port_of(const std::string& url) {
 
 bool writable(const std::string& path) { return ::access(path.c_str(), W_OK) == 0; }
 
-// Starves one process of CPU for a while: a cgroup with a 2% quota when the
-// cpu controller is writable (v2 or v1), else SCHED_IDLE for each of its
-// threads plus one busy loop per CPU.
+// Starves one process of CPU for a while, the way a container's CPU limit
+// does: a cgroup with a quota of 10 ms per 100 ms period (a limit of 0.1 CPU)
+// when the cpu controller is writable (v2 or v1), else SCHED_IDLE for each of
+// its threads plus one busy loop per CPU. The process is also told (SIGUSR1)
+// to burn CPU itself, so the quota runs out and its threads wait for the next
+// period, as a busy application's lock timers would.
 class starvation {
 public:
     starvation(pid_t pid, std::string& how) : pid_(pid) {
@@ -115,9 +118,9 @@ public:
             dir_ = "/sys/fs/cgroup/sqlock_campaign_starve";
             std::error_code ec;
             fs::create_directory(dir_, ec);
-            if (put(dir_ + "/cpu.max", "2000 100000") && put(dir_ + "/cgroup.procs", std::to_string(pid))) {
+            if (put(dir_ + "/cpu.max", "10000 100000") && put(dir_ + "/cgroup.procs", std::to_string(pid))) {
                 back_ = "/sys/fs/cgroup/cgroup.procs";
-                how = "cgroup v2 cpu.max 2%";
+                how = "cgroup v2 cpu.max 10 ms per 100 ms";
                 return;
             }
         }
@@ -125,10 +128,10 @@ public:
             dir_ = "/sys/fs/cgroup/cpu/sqlock_campaign_starve";
             std::error_code ec;
             fs::create_directory(dir_, ec);
-            if (put(dir_ + "/cpu.cfs_period_us", "100000") && put(dir_ + "/cpu.cfs_quota_us", "2000") &&
+            if (put(dir_ + "/cpu.cfs_period_us", "100000") && put(dir_ + "/cpu.cfs_quota_us", "10000") &&
                 put(dir_ + "/cgroup.procs", std::to_string(pid))) {
                 back_ = "/sys/fs/cgroup/cpu/cgroup.procs";
-                how = "cgroup v1 cpu quota 2%";
+                how = "cgroup v1 cpu quota 10 ms per 100 ms";
                 return;
             }
         }
@@ -445,6 +448,7 @@ private:
             begin();
             {
                 starvation s(procs_[*slot].pid, how);
+                ::kill(procs_[*slot].pid, SIGUSR1);  // burns CPU for two leases
                 sleep_ms(lease * 2);
             }
             end();
