@@ -38,7 +38,7 @@ END_MARK='<!-- END GENERATED -->'
 
 say() { printf '\n==> bench.sh: %s\n' "$*"; }
 
-bash "$ROOT/scripts/install-deps.sh" --bench
+bash "$ROOT/scripts/install-deps.sh" bench
 
 # Short path under /tmp: unix socket paths must stay below 107 bytes. As root
 # the PostgreSQL server runs as user postgres and must be able to traverse it.

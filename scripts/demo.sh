@@ -16,12 +16,12 @@ BUILD_DIR=${SQLOCK_DEMO_BUILD_DIR:-build-demo}
 FAST=(-DCMAKE_UNITY_BUILD=ON "-DCMAKE_CXX_FLAGS_RELEASE=-O1 -DNDEBUG")
 
 configure() {
-  cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DSQLOCK_BUILD_TESTS=OFF -DSQLOCK_BUILD_BENCH=OFF \
+  cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DSQLOCK_BUILD_TESTS=OFF -DSQLOCK_BUILD_BENCH=OFF -DSQLOCK_BUILD_CLI=OFF \
     -DSQLOCK_WITH_POSTGRES=OFF -DSQLOCK_WITH_MYSQL=OFF "$@" >/dev/null
 }
 build() { cmake --build "$BUILD_DIR" -j "${SQLOCK_BUILD_JOBS:-2}" --target sqlock_demo; }
 
-bash "$ROOT/scripts/install-deps.sh"
+bash "$ROOT/scripts/install-deps.sh" demo
 configure "${FAST[@]}"
 if ! build; then
   # Sources that each define the same internal name cannot share a unity

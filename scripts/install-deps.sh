@@ -1,6 +1,14 @@
 #!/usr/bin/env bash
-# Install every Debian 12 package sqlock needs to build, test and demo; with
-# --bench, also what scripts/bench.sh needs (Redis, hiredis, gnuplot).
+# Install the Debian 12 packages one use of sqlock needs, and nothing more:
+#
+#   scripts/install-deps.sh demo     build the library and run the SQLite demo
+#   scripts/install-deps.sh [test]   build everything and run the whole suite
+#                                    (the default): both database servers,
+#                                    the test helpers, the packaging tools
+#   scripts/install-deps.sh bench    test, plus what scripts/bench.sh needs
+#                                    (Redis, hiredis, gnuplot); --bench too
+#
+# Several sets may be named at once.
 #
 # - Idempotent: if every package is already installed (checked with
 #   dpkg-query) we exit immediately, so scripts/test.sh and scripts/demo.sh can
@@ -16,23 +24,35 @@
 #   that forbids starting services if the machine does not already have one.
 set -euo pipefail
 
-PACKAGES=(
-  # toolchain
-  build-essential cmake pkg-config git ca-certificates
-  # libraries the C++ code links against / includes
-  libpqxx-dev libmysqlcppconn-dev libsqlite3-dev libspdlog-dev doctest-dev
-  libcli11-dev nlohmann-json3-dev
+# The library and the demo: a compiler, CMake, and the SQLite backend.
+DEMO=(build-essential cmake pkg-config ca-certificates libsqlite3-dev libspdlog-dev)
+TEST=(
+  "${DEMO[@]}" git
+  # the other backends' drivers, the test framework, the command line's libraries
+  libpqxx-dev libmysqlcppconn-dev doctest-dev libcli11-dev nlohmann-json3-dev
   # database servers the integration tests run throwaway instances of
   postgresql mariadb-server
   # test helpers: clock skew (faketime), process inspection (ps), ports and
-  # network namespaces (ss, ip, from iproute2), dropped packets (nftables)
-  faketime procps iproute2 nftables
+  # network namespaces (ss, ip, from iproute2), dropped packets (nftables),
+  # rendering the man page (groff), making the .deb packages (dpkg-dev, file)
+  faketime procps iproute2 nftables groff-base dpkg-dev file
 )
-# --bench (scripts/bench.sh): the benchmarks' Redis server and client library,
-# and gnuplot for the charts.
-if [[ "${1:-}" == --bench ]]; then
-  PACKAGES+=(redis-server libhiredis-dev gnuplot-nox)
-fi
+# scripts/bench.sh: the benchmarks' Redis server and client library, and
+# gnuplot for the charts.
+BENCH=("${TEST[@]}" redis-server libhiredis-dev gnuplot-nox)
+
+PACKAGES=()
+(($#)) || set -- test
+for set_name in "$@"; do
+  case $set_name in
+    demo) PACKAGES+=("${DEMO[@]}") ;;
+    test) PACKAGES+=("${TEST[@]}") ;;
+    bench | --bench) PACKAGES+=("${BENCH[@]}") ;;
+    -h | --help) sed -n '2,12p' "$0"; exit 0 ;;
+    *) echo "install-deps: unknown set '$set_name' (demo, test or bench)" >&2; exit 64 ;;
+  esac
+done
+mapfile -t PACKAGES < <(printf '%s\n' "${PACKAGES[@]}" | awk '!seen[$0]++')
 
 # Print the packages from PACKAGES that are not fully installed ("ii").
 missing_packages() {
