@@ -7,6 +7,8 @@
 #                                    the test helpers, the packaging tools
 #   scripts/install-deps.sh bench    test, plus what scripts/bench.sh needs
 #                                    (Redis, hiredis, gnuplot); --bench too
+#   scripts/install-deps.sh fuzz     build and run the fuzzers (scripts/fuzz.sh):
+#                                    clang and libFuzzer
 #
 # Several sets may be named at once.
 #
@@ -26,8 +28,17 @@ set -euo pipefail
 
 # The library and the demo: a compiler, CMake, and the SQLite backend.
 DEMO=(build-essential cmake pkg-config ca-certificates libsqlite3-dev libspdlog-dev)
+# clang and libFuzzer; the sanitizer and libFuzzer runtimes clang links are in
+# libclang-rt-14-dev, which clang only recommends.
+FUZZER=(clang libfuzzer-14-dev libclang-rt-14-dev)
+# scripts/fuzz.sh: the fuzzers, the command line's libraries (the cli target
+# parses argv as sqlock does), and libpq (the url target asks it how it reads
+# the URLs sqlock hands it).
+FUZZ=("${DEMO[@]}" "${FUZZER[@]}" libcli11-dev nlohmann-json3-dev libpq-dev)
 TEST=(
   "${DEMO[@]}" git
+  # the fuzzers, which the suite runs briefly (fuzz.short)
+  "${FUZZER[@]}"
   # the other backends' drivers, the test framework, the command line's libraries
   libpqxx-dev libmysqlcppconn-dev doctest-dev libcli11-dev nlohmann-json3-dev
   # database servers the integration tests run throwaway instances of
@@ -48,8 +59,9 @@ for set_name in "$@"; do
     demo) PACKAGES+=("${DEMO[@]}") ;;
     test) PACKAGES+=("${TEST[@]}") ;;
     bench | --bench) PACKAGES+=("${BENCH[@]}") ;;
-    -h | --help) sed -n '2,12p' "$0"; exit 0 ;;
-    *) echo "install-deps: unknown set '$set_name' (demo, test or bench)" >&2; exit 64 ;;
+    fuzz) PACKAGES+=("${FUZZ[@]}") ;;
+    -h | --help) sed -n '2,14p' "$0"; exit 0 ;;
+    *) echo "install-deps: unknown set '$set_name' (demo, test, bench or fuzz)" >&2; exit 64 ;;
   esac
 done
 mapfile -t PACKAGES < <(printf '%s\n' "${PACKAGES[@]}" | awk '!seen[$0]++')
@@ -102,9 +114,11 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 apt-get update
 # Install the whole list (not only the missing ones) so apt resolves them as
-# one transaction; already-installed packages are a no-op. Keep existing
-# config files if a package is reinstalled/upgraded.
-apt-get install -y --no-install-recommends \
+# one transaction. --no-upgrade: an installed package stays at its version —
+# upgrading postgresql-15 under a running server makes it fail to load its
+# own plpgsql.so (seen here when a newer point release reached the mirror).
+# Keep existing config files if a package is reinstalled.
+apt-get install -y --no-install-recommends --no-upgrade \
   -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
   "${PACKAGES[@]}"
 

@@ -186,8 +186,9 @@ if ((SANITIZE)); then
     # Not the package test: it checks install and find_package by building
     # the library again, which sanitizers add nothing to (and it took ~4 min).
     # Not the fault campaign either: it judges timing-driven histories, which
-    # a sanitizer's slowdown distorts; the regular build runs it.
-    run_ctest "$ASAN_BUILD_DIR" -E '^(package|campaign)$' "$@"
+    # a sanitizer's slowdown distorts; the regular build runs it. Nor the
+    # fuzzers: they are built with sanitizers already, in a tree of their own.
+    run_ctest "$ASAN_BUILD_DIR" -E '^(package|campaign|fuzz\.short)$' "$@"
   ); then
     RESULT_ASAN=PASS
   else

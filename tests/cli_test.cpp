@@ -22,6 +22,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <set>
@@ -133,6 +135,176 @@ std::vector<std::string> lines(const std::string& text) {
     for (std::string l; std::getline(in, l);) out.push_back(l);
     return out;
 }
+
+// The Prometheus text exposition format 0.0.4, read strictly
+// (https://prometheus.io/docs/instrumenting/exposition_formats/): every line,
+// each ending in a line feed, is "# HELP name text", "# TYPE name
+// counter|gauge|histogram" or a sample "name{label="value",...} value"; names
+// and label names are valid; a family has one TYPE, before its samples, and
+// its lines are not interleaved with another family's; HELP and label values
+// use only the escapes the format defines; no series appears twice. Throws
+// std::runtime_error naming the line that breaks a rule.
+struct prometheus {
+    struct sample {
+        std::string name;
+        std::map<std::string, std::string> labels;
+        double value = 0;
+    };
+    std::map<std::string, std::string> type, help;
+    std::vector<sample> samples;
+
+    // The samples of `name` whose labels include `with`.
+    std::vector<sample> find(const std::string& name, const std::map<std::string, std::string>& with = {}) const {
+        std::vector<sample> out;
+        for (const auto& s : samples)
+            if (s.name == name && std::all_of(with.begin(), with.end(), [&](const auto& l) {
+                    const auto it = s.labels.find(l.first);
+                    return it != s.labels.end() && it->second == l.second;
+                }))
+                out.push_back(s);
+        return out;
+    }
+    // The value of the one sample of `name` with `with` among its labels.
+    double value(const std::string& name, const std::map<std::string, std::string>& with = {}) const {
+        const auto found = find(name, with);
+        if (found.size() != 1)
+            throw std::runtime_error(std::to_string(found.size()) + " samples of " + name + " match, not 1");
+        return found.front().value;
+    }
+    double sum(const std::string& name) const {
+        double total = 0;
+        for (const auto& s : find(name)) total += s.value;
+        return total;
+    }
+
+    static prometheus parse(const std::string& text) {
+        prometheus doc;
+        if (!text.empty() && text.back() != '\n') throw std::runtime_error("the last line has no line feed");
+        std::set<std::string> finished;       // families whose lines have ended
+        std::string current;                  // the family of the previous line
+        std::set<std::string> series;         // name{labels} seen
+        int number = 0;
+        for (const auto& line : lines(text)) {
+            ++number;
+            auto fail = [&](const std::string& why) {
+                throw std::runtime_error("line " + std::to_string(number) + " [" + line + "]: " + why);
+            };
+            // Every line belongs to a family; a family's lines come together.
+            auto enter = [&](const std::string& family) {
+                if (family == current) return;
+                if (finished.count(family)) fail("the lines of " + family + " are not together");
+                if (!current.empty()) finished.insert(current);
+                current = family;
+            };
+            if (line.starts_with("# HELP ") || line.starts_with("# TYPE ")) {
+                const bool is_help = line[2] == 'H';
+                const auto rest = line.substr(7);
+                const auto space = rest.find(' ');
+                if (space == std::string::npos) fail("no text after the name");
+                const auto name = rest.substr(0, space), what = rest.substr(space + 1);
+                if (!metric_name(name)) fail("invalid metric name");
+                enter(name);
+                if (is_help) {
+                    if (doc.help.count(name)) fail("a second HELP");
+                    doc.help[name] = unescape(what, false, fail);
+                } else {
+                    if (doc.type.count(name)) fail("a second TYPE");
+                    if (what != "counter" && what != "gauge" && what != "histogram") fail("unknown type " + what);
+                    if (!doc.find(name).empty()) fail("TYPE after samples");
+                    doc.type[name] = what;
+                }
+                continue;
+            }
+            if (line.empty() || line[0] == '#' || line[0] == ' ') fail("neither HELP, TYPE nor a sample");
+            sample s;
+            std::size_t at = 0;
+            while (at < line.size() && line[at] != '{' && line[at] != ' ') ++at;
+            s.name = line.substr(0, at);
+            if (!metric_name(s.name)) fail("invalid metric name");
+            std::string family = s.name;
+            if (!doc.type.count(family)) {
+                for (const char* suffix : {"_bucket", "_sum", "_count"}) {
+                    const std::string base = s.name.substr(0, s.name.size() - std::strlen(suffix));
+                    if (s.name.ends_with(suffix) && doc.type.count(base) && doc.type[base] == "histogram") family = base;
+                }
+            }
+            if (!doc.type.count(family)) fail("a sample before its family's TYPE");
+            enter(family);
+            std::string labels_text;
+            if (at < line.size() && line[at] == '{') {
+                const auto open = at++;
+                for (;;) {
+                    std::size_t name_end = at;
+                    while (name_end < line.size() && line[name_end] != '=') ++name_end;
+                    const auto label = line.substr(at, name_end - at);
+                    if (!label_name(label)) fail("invalid label name [" + label + "]");
+                    if (name_end + 1 >= line.size() || line[name_end + 1] != '"') fail("label value not quoted");
+                    std::size_t v = name_end + 2;
+                    std::string raw;
+                    while (v < line.size() && line[v] != '"') {
+                        if (line[v] == '\\' && v + 1 < line.size()) raw += line[v++];
+                        raw += line[v++];
+                    }
+                    if (v >= line.size()) fail("unterminated label value");
+                    if (s.labels.count(label)) fail("label " + label + " twice");
+                    s.labels[label] = unescape(raw, true, fail);
+                    at = v + 1;
+                    if (at < line.size() && line[at] == ',') {
+                        ++at;
+                        continue;
+                    }
+                    if (at < line.size() && line[at] == '}') break;
+                    fail("expected , or } after a label");
+                }
+                labels_text = line.substr(open, at + 1 - open);
+                ++at;
+            }
+            if (at >= line.size() || line[at] != ' ') fail("no single space before the value");
+            const auto value = line.substr(at + 1);
+            if (value.empty() || value.find_first_of(" \tx") != std::string::npos) fail("a value, and only a value");
+            if (value == "+Inf" || value == "-Inf" || value == "NaN") {
+                s.value = value == "NaN" ? NAN : value == "+Inf" ? INFINITY : -INFINITY;
+            } else {
+                char* end = nullptr;
+                s.value = std::strtod(value.c_str(), &end);
+                if (end != value.c_str() + value.size() || std::isinf(s.value) || std::isnan(s.value))
+                    fail("not a number");
+            }
+            if (!series.insert(s.name + labels_text).second) fail("the same series twice");
+            doc.samples.push_back(std::move(s));
+        }
+        return doc;
+    }
+
+private:
+    static bool metric_name(const std::string& n) {
+        if (n.empty() || std::isdigit(static_cast<unsigned char>(n[0]))) return false;
+        return std::all_of(n.begin(), n.end(),
+                           [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == ':'; });
+    }
+    static bool label_name(const std::string& n) {
+        if (n.empty() || std::isdigit(static_cast<unsigned char>(n[0])) || n.starts_with("__")) return false;
+        return std::all_of(n.begin(), n.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+    }
+    // HELP text: \\ and \n; label values also \".
+    template <class Fail>
+    static std::string unescape(const std::string& text, bool label, Fail&& fail) {
+        std::string out;
+        for (std::size_t i = 0; i < text.size(); ++i) {
+            if (text[i] != '\\') {
+                if (label && text[i] == '"') fail("an unescaped quote");
+                out += text[i];
+                continue;
+            }
+            const char next = i + 1 < text.size() ? text[++i] : '\0';
+            if (next == '\\') out += '\\';
+            else if (next == 'n') out += '\n';
+            else if (next == '"' && label) out += '"';
+            else fail(std::string("an escape the format does not define: \\") + next);
+        }
+        return out;
+    }
+};
 
 }  // namespace
 
@@ -545,6 +717,15 @@ void bad_input_is_usage_error(const test::backend_base& db) {
         {"run", "--url", "bogus://nowhere", "k", "--", "echo", "ran"},
         {"run", "--url", "postgresql://", "--table-prefix", "Bad-Prefix", "k", "--", "echo", "ran"},
         {"status", "--limit", "0"},
+        {"status", "--metrics", "--json"},
+        {"status", "--metrics", "st/"},
+        {"status", "--watch", "--metrics"},
+        {"status", "--watch", "--json"},
+        {"status", "--count", "2"},
+        {"status", "--interval", "1s"},
+        {"status", "--watch", "--count", "0"},
+        {"status", "--watch", "--interval", "10ms"},
+        {"status", "--watch", "--interval", "soon"},
         {"release", "--force"},
         {"runs", "a", "b"},
         {"frobnicate"},
@@ -760,9 +941,167 @@ void status_filters_in_the_database(const test::backend_base& db) {
 
 CLI_TEST("status filters by prefix in the database and bounds every section", status_filters_in_the_database)
 
+void status_metrics_count_the_database(const test::backend_base& db) {
+    cli sqlock(db);
+    auto c = db.open_quiet();  // no sweeps: the expired row below must stay
+    // A key whose name needs every escape of a label value.
+    const std::string odd = "mt/a \"quoted\" back\\slash\nline";
+    auto a = c.try_acquire(odd);
+    REQUIRE(a);
+    auto b = c.try_acquire("mt/b", {.mode = sqlock::mode::unique_insert});
+    REQUIRE(b);
+    std::optional<sqlock::lease> row_locked;
+    if (db.row_locks()) {
+        row_locked = c.try_acquire("mt/c", {.mode = sqlock::mode::select_for_update});
+        REQUIRE(row_locked);
+    }
+    // A unique_insert lease left to expire, its row kept while the lease object lives.
+    auto expired = c.try_acquire("mt/expired", {.mode = sqlock::mode::unique_insert, .lease = 300ms, .auto_renew = false});
+    REQUIRE(expired);
+    REQUIRE(test::eventually([&] { return !c.inspect("mt/expired").held; }));
+    sqlock::job_runner runner(c);
+    CHECK(runner.run("mt/job", "r1", [](const sqlock::job_context&) {}).status == sqlock::job_status::ran);
+    CHECK(runner.run("mt/job", "r2", [](const sqlock::job_context&) { throw std::runtime_error("no"); }).status ==
+          sqlock::job_status::failed);
+    std::thread waiting([&] {
+        auto w = db.open_quiet();
+        try {
+            w.acquire(odd, 30s, {.fair = true}).release();
+        } catch (const sqlock::error&) {
+        }
+    });
+    REQUIRE(test::eventually([&] { return c.waiters("mt/").size() == 1; }));
+
+    const auto before = c.database_time();
+    const auto r = sqlock({"status", "--metrics"});
+    const auto after = c.database_time();
+    a->release();
+    waiting.join();
+    REQUIRE(r.status == 0);
+    CHECK(r.err.empty());
+    prometheus m;
+    REQUIRE_NOTHROW(m = prometheus::parse(r.out));
+    for (const auto& [name, type] : m.type) {
+        CAPTURE(name);
+        CHECK(name.starts_with("sqlock_"));
+        CHECK(type == "gauge");
+        CHECK(m.help.count(name) == 1);
+    }
+    const std::int64_t held = db.row_locks() ? 3 : 2;
+    CHECK(m.value("sqlock_db_keys_held") == held);
+    CHECK(m.sum("sqlock_db_holders") == held);
+    CHECK(m.value("sqlock_db_holders", {{"mode", "conditional_update"}}) == 1);
+    CHECK(m.value("sqlock_db_holders", {{"mode", "unique_insert"}}) == 1);
+    CHECK(m.find("sqlock_db_holders", {{"mode", "select_for_update"}}).size() == (db.row_locks() ? 1u : 0u));
+    if (db.row_locks()) CHECK(m.value("sqlock_db_holders", {{"mode", "select_for_update"}}) == 1);
+    CHECK(m.sum("sqlock_db_waiters") == 1);
+    CHECK(m.value("sqlock_db_waiters", {{"fair", "true"}}) == 1);
+    CHECK(m.value("sqlock_db_oldest_wait_seconds") >= 0);
+    CHECK(m.value("sqlock_db_expired_rows", {{"table", "locks"}}) == 1);
+    CHECK(m.value("sqlock_db_expired_rows", {{"table", "waiters"}}) == 0);
+    CHECK(m.value("sqlock_db_job_runs", {{"status", "succeeded"}}) == 1);
+    CHECK(m.value("sqlock_db_job_runs", {{"status", "failed"}}) == 1);
+    CHECK(m.value("sqlock_db_job_runs", {{"status", "running"}}) == 0);
+    // The queue, under its key exactly as given, escapes undone.
+    REQUIRE(m.find("sqlock_db_queue_waiters").size() == 1);
+    CHECK(m.value("sqlock_db_queue_waiters", {{"key", odd}}) == 1);
+    CHECK(m.value("sqlock_db_queue_oldest_wait_seconds", {{"key", odd}}) >= 0);
+    // Read at the database clock, between the two readings around it.
+    const auto at = std::llround(m.value("sqlock_db_time_seconds") * 1000);
+    CHECK(at >= before.time_since_epoch().count());
+    CHECK(at <= after.time_since_epoch().count());
+    CHECK(m.find("sqlock_db_expired_rows").size() == 2);
+
+    // Nothing held, nobody waiting: zeros, and no queue families at all.
+    b->release();
+    if (row_locked) row_locked->release();
+    expired.reset();
+    const auto idle = prometheus::parse(sqlock({"status", "--metrics"}).out);
+    CHECK(idle.value("sqlock_db_keys_held") == 0);
+    CHECK(idle.sum("sqlock_db_waiters") == 0);
+    CHECK(idle.value("sqlock_db_oldest_wait_seconds") == 0);
+    CHECK(idle.type.count("sqlock_db_queue_waiters") == 0);
+}
+
+CLI_TEST("status --metrics: whole-database gauges in the Prometheus text format", status_metrics_count_the_database)
+
+void status_watch_repeats(const test::backend_base& db) {
+    cli sqlock(db);
+    auto c = db.open();
+    auto held = c.try_acquire("wt/held", {.note = "watched"});
+    REQUIRE(held);
+    // Two snapshots to a pipe: plain text, a blank line and the timestamp line between them.
+    auto watch = sqlock.start({"status", "--watch", "--count", "2", "--interval", "100ms"});
+    std::vector<std::string> out;
+    while (auto line = watch.read_line(20s)) out.push_back(*line);
+    CHECK(watch.wait(10s) == 0);
+    std::vector<std::size_t> starts;
+    for (std::size_t i = 0; i < out.size(); ++i) {
+        CAPTURE(out[i]);
+        CHECK(out[i].find('\x1b') == std::string::npos);  // no terminal codes into a pipe
+        if (out[i].starts_with("database time ")) starts.push_back(i);
+    }
+    REQUIRE(starts.size() == 2);
+    CHECK(starts[0] == 0);
+    CHECK(out[starts[1] - 1].empty());
+    for (auto [from, to] : {std::pair(starts[0], starts[1]), std::pair(starts[1], out.size())}) {
+        const auto shown = std::count_if(out.begin() + static_cast<std::ptrdiff_t>(from),
+                                         out.begin() + static_cast<std::ptrdiff_t>(to),
+                                         [](const std::string& l) { return l.starts_with("wt/held ") && l.find("watched") != std::string::npos; });
+        CHECK(shown == 1);
+    }
+    // Without --count it goes on until a signal: 128 + N, per signal.
+    for (int sig : {SIGINT, SIGTERM}) {
+        CAPTURE(sig);
+        auto endless = sqlock.start({"status", "--watch", "--interval", "100ms"});
+        const auto first = endless.read_line(20s);
+        REQUIRE(first);
+        CHECK(first->starts_with("database time "));
+        endless.signal(sig);
+        CHECK(endless.wait(20s) == 128 + sig);
+    }
+    CHECK(c.inspect("wt/held").held);
+}
+
+CLI_TEST("status --watch: a snapshot every --interval, --count times or until a signal", status_watch_repeats)
+
 }  // TEST_SUITE("cli")
 
 TEST_SUITE("unit") {
+
+TEST_CASE("the test's Prometheus reader is strict") {
+    const auto good = prometheus::parse(
+        "# HELP x_total A \\\\ help\\ntext.\n# TYPE x_total counter\nx_total{k=\"a\\\"b\\\\c\\nd\",m=\"\"} 1.5\nx_total 2\n"
+        "# TYPE y gauge\ny -3e2\n");
+    CHECK(good.help.at("x_total") == "A \\ help\ntext.");
+    CHECK(good.value("x_total", {{"k", "a\"b\\c\nd"}}) == 1.5);
+    CHECK(good.value("y") == -300);
+    for (const char* bad : {
+             "x 1\n",                                    // no TYPE
+             "x 1\n# TYPE x gauge\n",                    // TYPE after the sample
+             "# TYPE x gauge\n# TYPE x gauge\nx 1\n",    // TYPE twice
+             "# TYPE x summary\nx 1\n",                  // a type not allowed here
+             "# TYPE x gauge\nx 1",                      // no final line feed
+             "# TYPE x gauge\n\nx 1\n",                  // an empty line
+             "# TYPE x gauge\n# a comment\nx 1\n",       // a comment
+             "# TYPE 1x gauge\n1x 1\n",                  // invalid name
+             "# TYPE x gauge\nx{1k=\"v\"} 1\n",          // invalid label name
+             "# TYPE x gauge\nx{__k=\"v\"} 1\n",        // reserved label name
+             "# TYPE x gauge\nx{k=v} 1\n",               // unquoted value
+             "# TYPE x gauge\nx{k=\"a\\tb\"} 1\n",     // undefined escape
+             "# TYPE x gauge\nx{k=\"v\",k=\"w\"} 1\n",  // label twice
+             "# TYPE x gauge\nx{k=\"v\",} 1\n",         // trailing comma
+             "# TYPE x gauge\nx 1\nx 2\n",               // the same series twice
+             "# TYPE x gauge\nx one\n",                  // not a number
+             "# TYPE x gauge\nx  1\n",                   // two spaces
+             "# TYPE x gauge\nx 1 1700000000\n",         // a timestamp
+             "# HELP x a \\q\n# TYPE x gauge\nx 1\n",  // undefined escape in HELP
+             "# TYPE x gauge\n# TYPE y gauge\nx 1\n",    // x's lines not together
+         }) {
+        CAPTURE(bad);
+        CHECK_THROWS_AS(prometheus::parse(bad), std::runtime_error);
+    }
+}
 
 TEST_CASE("command-line durations") {
     using sqlock::cli::format_duration;

@@ -1,6 +1,7 @@
 #pragma once
 // sqlock::client: the entry point. One per database.
 
+#include <sqlock/events.hpp>
 #include <sqlock/lease.hpp>
 #include <sqlock/options.hpp>
 
@@ -70,6 +71,32 @@ struct client_capabilities {
     bool embedded = false;            // a file this process opens, no server (SQLite): created on first use
 };
 
+// Figures for every key under the client's table prefix, read in one
+// statement (and one more for `queues`) at one reading of the database clock:
+// what `sqlock status --metrics` exports.
+struct database_gauges {
+    std::chrono::sys_time<std::chrono::milliseconds> now;  // the database clock they were read at
+    // Holders right now, by mode: live leases, and keys whose latest grant was
+    // select_for_update and whose row is locked (0 without row locks).
+    std::int64_t held_unique_insert = 0, held_conditional_update = 0, held_select_for_update = 0;
+    std::int64_t waiters = 0, fair_waiters = 0;    // live waiter rows
+    std::chrono::milliseconds oldest_wait{0};      // the longest a live waiter has waited; 0 when none
+    // Rows past their lease that the sweeper deletes and has not yet:
+    // unique_insert lock rows, and waiter rows whose client stopped heartbeating.
+    std::int64_t expired_locks = 0, dead_waiters = 0;
+    std::int64_t runs_running = 0, runs_succeeded = 0, runs_failed = 0;  // job-ledger rows by status
+
+    // A key with live waiters.
+    struct queue {
+        std::string key;
+        std::int64_t waiters = 0;
+        std::chrono::milliseconds oldest_wait{0};
+    };
+    std::vector<queue> queues;  // the longest queues first, at most as many as asked for
+
+    std::int64_t keys_held() const { return held_unique_insert + held_conditional_update + held_select_for_update; }
+};
+
 // A connection to one database holding sqlock's tables. Safe for concurrent
 // use from many threads; copies share the same connections and state.
 class client {
@@ -123,6 +150,11 @@ public:
     // warning naming `by` (who did it) and the previous holder. Returns the
     // new token, or 0 when the key was never granted (nothing to release).
     std::int64_t force_release(std::string_view key, std::string_view by);
+    // Counts over the whole database (keys held by mode, waiters, unswept
+    // rows, ledger rows by status) and the `queue_limit` longest queues (0:
+    // none). Scans the lock, waiter and ledger tables: for monitoring, not
+    // for a hot path.
+    database_gauges gauges(std::size_t queue_limit = 20);
 
     // Deletes one batch of expired rows now: unique_insert lock rows, dead
     // waiters, and job-ledger rows older than job_retention (the background
@@ -133,6 +165,14 @@ public:
     std::chrono::sys_time<std::chrono::milliseconds> database_time();
 
     client_stats stats() const;
+    // This client's counters, gauges and histograms in the Prometheus text
+    // exposition format (version 0.0.4), for an HTTP handler to serve as is
+    // (Content-Type: text/plain; version=0.0.4). Every name starts with
+    // sqlock_; times are in seconds. Cheap (atomic reads, no SQL); kept
+    // whether or not client_options::on_event is set. Give each client of a
+    // process an endpoint (or a job label) of its own: two clients report
+    // the same names. See the README, "Events and metrics".
+    std::string metrics_text() const;
     // The dialect in use: "postgres", "mysql" or "sqlite" (for people: decide
     // on capabilities(), not on the name).
     std::string_view dialect() const;

@@ -16,6 +16,8 @@ class logger;
 
 namespace sqlock {
 
+struct lock_event;  // sqlock/events.hpp
+
 // How a key is held. All three share one table and one fencing counter per key,
 // so they exclude each other and tokens grow across modes.
 enum class mode {
@@ -170,6 +172,19 @@ struct client_options {
     // strict (the default) or relaxed: see durability above. Relaxed trades
     // durability after a database crash for speed; efficiency locks only.
     sqlock::durability durability = durability::strict;
+    // Told every lock event of this client (sqlock/events.hpp): grants,
+    // releases, renewals, renewal failures, losses and their cause, waits.
+    // Called on a thread of its own, one event at a time in the order they
+    // happened; never on the watchdog, the deadline timer or the on_lost
+    // thread, so a slow listener delays later events, never a renewal or a
+    // loss signal. An exception it throws is logged and the event dropped.
+    // Events pile up behind a listener that blocks: past 65,536 waiting,
+    // new ones are dropped and counted (sqlock_events_dropped_total in
+    // client::metrics_text()). Events not yet told when the client is
+    // destroyed are dropped. Do not capture a copy of the client in it (the
+    // client keeps its options, so it would never be destroyed). Empty (the
+    // default): no event is made and no thread started.
+    std::function<void(const lock_event& event)> on_event;
 };
 
 }  // namespace sqlock

@@ -3,6 +3,7 @@
 
 #include <sqlock/client.hpp>
 #include <sqlock/errors.hpp>
+#include <sqlock/events.hpp>
 #include <sqlock/jobs.hpp>
 #include <sqlock/lease.hpp>
 #include <sqlock/mutex.hpp>

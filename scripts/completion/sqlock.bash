@@ -21,7 +21,7 @@ _sqlock() {
   local -A opts=(
     [migrate]="--print-sql"
     [run]="--wait --lease --mode --fair --priority --once-per --run-key --max-attempts --conflict-exit-code --kill-after"
-    [status]="--json --limit"
+    [status]="--json --limit --metrics --watch --interval --count"
     [release]="--force"
     [runs]="--json --limit"
   )
@@ -29,7 +29,7 @@ _sqlock() {
   local -A args=(
     [migrate]=""
     [run]="--wait --lease --mode --priority --once-per --run-key --max-attempts --conflict-exit-code --kill-after"
-    [status]="--limit"
+    [status]="--limit --interval --count"
     [release]=""
     [runs]="--limit"
   )

@@ -61,18 +61,17 @@ std::chrono::milliseconds parse_duration(std::string_view text) {
 }
 
 std::string format_duration(std::chrono::milliseconds d) {
-    std::int64_t left = d.count();
-    if (left == 0) return "0s";
-    std::string out;
-    if (left < 0) {
-        out = "-";
-        left = -left;
-    }
+    const std::int64_t count = d.count();
+    if (count == 0) return "0s";
+    // The magnitude, unsigned: negating the most negative count overflows.
+    std::uint64_t left = count < 0 ? 0 - static_cast<std::uint64_t>(count) : static_cast<std::uint64_t>(count);
+    std::string out = count < 0 ? "-" : "";
     for (auto [name, ms] : {unit{"d", 86'400'000}, unit{"h", 3'600'000}, unit{"m", 60'000}, unit{"s", 1'000},
                             unit{"ms", 1}}) {
-        if (left >= ms) {
-            out += std::to_string(left / ms) + std::string(name);
-            left %= ms;
+        const auto step = static_cast<std::uint64_t>(ms);
+        if (left >= step) {
+            out += std::to_string(left / step) + std::string(name);
+            left %= step;
         }
     }
     return out;

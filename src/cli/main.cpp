@@ -2,6 +2,7 @@
 // a whole fleet; `status`, `runs` and `release --force` inspect and repair
 // lock state; `migrate` creates the tables. See `sqlock --help`.
 
+#include "cli/check_arguments.hpp"
 #include "cli/child.hpp"
 #include "cli/duration.hpp"
 #include "cli/exit_status.hpp"
@@ -15,12 +16,14 @@
 
 #include <unistd.h>
 
+#include <condition_variable>
 #include <cstdio>
 #include <exception>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -62,6 +65,10 @@ struct settings {
     bool json = false, force = false, print_sql = false;
     std::string prefix, job;
     std::size_t limit = 20;
+    // status --metrics, status --watch
+    bool metrics = false, watch = false;
+    std::string interval = "2s";
+    int refreshes = 0;  // --count: 0 until interrupted
 };
 
 std::string resolve_url(const settings& s) {
@@ -70,13 +77,16 @@ std::string resolve_url(const settings& s) {
     return std::string(default_url);
 }
 
-client open_client(const settings& s, spdlog::level::level_enum level) {
+// Only `run`, which may hold a key for long, sweeps expired rows: the other
+// commands look (status --metrics counts the rows not yet swept) and go.
+client open_client(const settings& s, spdlog::level::level_enum level, bool sweeps = false) {
     // Library messages go to stderr as "sqlock: ..." lines; `run` keeps only
     // errors so that its own one-line verdict is what people read.
     auto log = std::make_shared<spdlog::logger>("sqlock", std::make_shared<spdlog::sinks::stderr_sink_mt>());
     log->set_pattern("sqlock: %v");
     log->set_level(s.verbose ? spdlog::level::debug : level);
     client_options options{.pool_size = 2, .logger = std::move(log)};
+    options.sweep = sweeps;
     if (!s.table_prefix.empty()) options.table_prefix = s.table_prefix;
     else if (const char* env = std::getenv("SQLOCK_TABLE_PREFIX"); env && *env) options.table_prefix = env;
     options.durability = s.commits;
@@ -275,7 +285,7 @@ int run_job(client& db, const settings& s, const run_plan& plan, signal_relay& r
 int command_run(const settings& s) {
     const run_plan plan = plan_run(s);
     signal_relay relay;  // before the client starts its threads, so they never see these signals
-    auto db = open_client(s, spdlog::level::err);
+    auto db = open_client(s, spdlog::level::err, true);
     try {
         return plan.ledger ? run_job(db, s, plan, relay) : run_locked(db, s, plan, relay);
     } catch (const cancelled_error&) {
@@ -304,8 +314,7 @@ int command_migrate(const settings& s) {
     return 0;
 }
 
-int command_status(const settings& s) {
-    auto db = open_client(s, spdlog::level::warn);
+snapshot read_status(client& db, const settings& s) {
     snapshot snap;
     // One row past the limit tells whether there were more. The prefix is
     // applied by the database, so the limit counts matching rows only.
@@ -319,7 +328,80 @@ int command_status(const settings& s) {
     job_runner runner(db);
     snap.runs = bounded(runner.records_with_prefix(s.prefix, s.limit + 1), snap.more_runs);
     snap.now = db.database_time();
-    std::fputs((s.json ? status_json(snap) : status_table(snap)).c_str(), stdout);
+    return snap;
+}
+
+void print(const std::string& text) {
+    std::fputs(text.c_str(), stdout);
+    std::fflush(stdout);
+}
+
+// status --watch: a snapshot every --interval until --count of them or a
+// signal. On a terminal each one replaces the last in place (cursor home,
+// each line and then the rest of the screen cleared, so nothing flickers);
+// elsewhere they follow one another, a blank line between, each starting
+// with its "database time" line. A database error after the first snapshot
+// is shown in its place and the watch goes on (a failover, a restart).
+int watch_status(const settings& s, std::chrono::milliseconds interval) {
+    signal_relay relay;  // before the client starts its threads, so they never see these signals
+    auto db = open_client(s, spdlog::level::err);
+    const bool terminal = ::isatty(STDOUT_FILENO) == 1;
+    const std::stop_token stop = relay.interrupted();
+    std::mutex mu;
+    std::condition_variable_any tick;
+    int shown = 0;
+    while (!stop.stop_requested()) {
+        std::string text;
+        try {
+            text = status_table(read_status(db, s));
+        } catch (const error& e) {
+            // What a failover or a restart brings passes; anything else (a missing schema) ends the watch.
+            const bool passing = dynamic_cast<const connection_error*>(&e) || dynamic_cast<const db_error*>(&e);
+            if (shown == 0 || !passing) throw;
+            text = "local time " +
+                   iso8601(std::chrono::floor<std::chrono::milliseconds>(std::chrono::system_clock::now())) +
+                   "\n\nstatus unavailable: " + std::string(e.what()) + "\n";
+        }
+        ++shown;
+        if (terminal) {
+            std::string screen = "\x1b[H";
+            for (std::size_t at = 0, end; at < text.size(); at = end + 1) {
+                end = text.find('\n', at);
+                if (end == std::string::npos) end = text.size();
+                screen += text.substr(at, end - at) + "\x1b[K\n";
+            }
+            print(screen + "\x1b[K\nevery " + format_duration(interval) + "; Ctrl-C stops\x1b[K\n\x1b[J");
+        } else {
+            print((shown > 1 ? "\n" : "") + text);
+        }
+        if (s.refreshes > 0 && shown >= s.refreshes) return 0;
+        std::unique_lock lock(mu);
+        tick.wait_for(lock, stop, interval, [] { return false; });
+    }
+    const int sig = relay.last_signal();
+    const char* name = sig > 0 ? sigabbrev_np(sig) : nullptr;
+    throw exit_with{exit_status::signal_base + sig, std::string("status --watch stopped by SIG") + (name ? name : "?") +
+                                                        " after " + std::to_string(shown) + " snapshot" +
+                                                        (shown == 1 ? "" : "s")};
+}
+
+// --interval, checked before connecting.
+std::chrono::milliseconds watch_interval(const settings& s) {
+    const auto interval = duration_option("--interval", s.interval);
+    if (interval < std::chrono::milliseconds(100)) usage("--interval must be at least 100ms");
+    return interval;
+}
+
+int command_status(const settings& s) {
+    if (s.watch) return watch_status(s, watch_interval(s));
+    auto db = open_client(s, spdlog::level::warn);
+    if (s.metrics) {
+        const auto gauges = with_schema(db, [&] { return db.gauges(s.limit); });
+        print(status_metrics(gauges, db.capabilities().row_locks));
+        return 0;
+    }
+    const auto snap = read_status(db, s);
+    print(s.json ? status_json(snap) : status_table(snap));
     return 0;
 }
 
@@ -361,7 +443,9 @@ Exit status: 0 success; PROGRAM's own status when it ran; 75 (or
 usage; 69 database unreachable or schema missing; 70 lease lost while
 PROGRAM ran; 126/127 PROGRAM could not be run; 71 fork or pipe failed.)";
 
-int dispatch(int argc, char** argv) {
+// check_only: stop after the checks each command makes before it connects
+// (check_arguments()).
+int dispatch(int argc, char** argv, bool check_only = false) {
     settings s;
     CLI::App app{"sqlock: distributed locks, leases and run-once jobs in the SQL database you already run"};
     app.name("sqlock");
@@ -403,9 +487,22 @@ deadline passes while sqlock is frozen, the group gets SIGTERM, then SIGKILL
 after --kill-after, and sqlock exits 70; if sqlock is killed, SIGKILL at once.)");
 
     auto* status = app.add_subcommand("status", "Held locks, waiters and recent job runs");
-    status->add_option("KEY-PREFIX", s.prefix, "Only keys (and job names) starting with this");
-    status->add_flag("--json", s.json, "JSON instead of a table");
-    status->add_option("--limit", s.limit, "Rows to show per section: locks, waiters, job runs (default 20)");
+    auto* status_prefix = status->add_option("KEY-PREFIX", s.prefix, "Only keys (and job names) starting with this");
+    auto* status_json = status->add_flag("--json", s.json, "JSON instead of a table");
+    status->add_option("--limit", s.limit,
+                       "Rows to show per section: locks, waiters, job runs; with --metrics, keys with the longest "
+                       "queues (default 20)");
+    auto* metrics = status->add_flag("--metrics", s.metrics,
+                                     "Whole-database gauges in the Prometheus text format, for node_exporter's "
+                                     "textfile collector");
+    metrics->excludes(status_prefix)->excludes(status_json);
+    auto* watch = status->add_flag("--watch", s.watch,
+                                   "Show the status again every --interval, in place on a terminal, until "
+                                   "interrupted");
+    watch->excludes(status_json)->excludes(metrics);
+    status->add_option("--interval", s.interval, "Time between --watch snapshots (default 2s)")->needs(watch);
+    auto* count = status->add_option("--count", s.refreshes, "Stop --watch after N snapshots (default: until interrupted)")
+                      ->needs(watch);
 
     auto* release = app.add_subcommand("release", "Break-glass: take KEY from whoever holds it");
     release->add_option("KEY", s.key, "The lock key")->required();
@@ -438,7 +535,13 @@ after --kill-after, and sqlock exits 70; if sqlock is killed, SIGKILL at once.)"
             usage("run needs KEY before '--': sqlock run [OPTIONS] KEY -- PROGRAM [ARGS...]");
     }
     if (s.limit < 1 || s.limit > 10000) usage("--limit must be 1 to 10000");
+    if (count->count() > 0 && s.refreshes < 1) usage("--count must be at least 1");
+    if (s.watch) watch_interval(s);
     s.commits = resolve_durability(s);
+    if (check_only) {
+        if (run->parsed()) plan_run(s);
+        return 0;
+    }
 
     if (migrate->parsed()) return command_migrate(s);
     if (run->parsed()) return command_run(s);
@@ -448,8 +551,20 @@ after --kill-after, and sqlock exits 70; if sqlock is killed, SIGKILL at once.)"
 }
 
 }  // namespace
+
+int check_arguments(int argc, char** argv) {
+    try {
+        return dispatch(argc, argv, true);
+    } catch (const exit_with& e) {
+        return e.status;
+    } catch (const config_error&) {
+        return exit_status::usage;
+    }
+}
+
 }  // namespace sqlock::cli
 
+#ifndef SQLOCK_CLI_NO_MAIN  // tests/fuzz/cli_fuzz.cpp links this file without main()
 namespace {
 
 // Driver messages may span lines (libpq adds hints); sqlock's verdict is one.
@@ -492,3 +607,4 @@ int main(int argc, char** argv) {
         return say(cli::exit_status::os_error, "", e.what());  // fork, pipe or poll failed
     }
 }
+#endif

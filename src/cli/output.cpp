@@ -92,6 +92,8 @@ std::string dump(const nlohmann::json& j) {
 
 }  // namespace
 
+std::string iso8601(std::chrono::sys_time<std::chrono::milliseconds> t) { return iso(t); }
+
 std::string status_table(const snapshot& s) {
     std::string out = "database time " + iso(s.now) + "\n\n";
     auto count = [](std::size_t n, bool more) {
@@ -164,6 +166,96 @@ std::string runs_json(const std::vector<job_record>& runs) {
     auto j = nlohmann::json::array();
     for (const auto& r : runs) j.push_back(run_json(r));
     return dump(j);
+}
+
+namespace {
+
+// The Prometheus text exposition format, version 0.0.4
+// (https://prometheus.io/docs/instrumenting/exposition_formats/): a label
+// value escapes backslash, double quote and line feed; HELP text backslash
+// and line feed.
+std::string escaped(std::string_view text, bool quote) {
+    std::string out;
+    for (char c : text) {
+        if (c == '\\') out += "\\\\";
+        else if (c == '\n') out += "\\n";
+        else if (c == '"' && quote) out += "\\\"";
+        else out += c;
+    }
+    return out;
+}
+
+std::string seconds(std::chrono::milliseconds ms) {
+    const long long n = std::max<long long>(ms.count(), 0);
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%lld.%03lld", n / 1000, n % 1000);
+    return buf;
+}
+
+// Gauge families, each written whole: HELP, TYPE, then its samples.
+class exposition {
+public:
+    using labels = std::vector<std::pair<std::string, std::string>>;
+    struct sample {
+        labels with;
+        std::string value;
+    };
+    void gauge(std::string_view name, std::string_view help, const std::vector<sample>& samples) {
+        if (samples.empty()) return;  // a family without samples says nothing
+        const std::string n(name);
+        out_ += "# HELP " + n + " " + escaped(help, false) + "\n# TYPE " + n + " gauge\n";
+        for (const auto& s : samples) {
+            out_ += n;
+            if (!s.with.empty()) {
+                out_ += '{';
+                for (std::size_t i = 0; i < s.with.size(); ++i)
+                    out_ += (i ? "," : "") + s.with[i].first + "=\"" + escaped(s.with[i].second, true) + "\"";
+                out_ += '}';
+            }
+            out_ += " " + s.value + "\n";
+        }
+    }
+    const std::string& str() const { return out_; }
+
+private:
+    std::string out_;
+};
+
+std::string count(std::int64_t n) { return std::to_string(n); }
+
+}  // namespace
+
+std::string status_metrics(const database_gauges& g, bool row_locks) {
+    exposition e;
+    e.gauge("sqlock_db_time_seconds", "The database clock when these figures were read, as a Unix time.",
+            {{{}, seconds(g.now.time_since_epoch())}});
+    e.gauge("sqlock_db_keys_held", "Keys held right now, by a live lease or a select_for_update row lock.",
+            {{{}, count(g.keys_held())}});
+    std::vector<exposition::sample> holders{{{{"mode", "conditional_update"}}, count(g.held_conditional_update)},
+                                            {{{"mode", "unique_insert"}}, count(g.held_unique_insert)}};
+    if (row_locks) holders.push_back({{{"mode", "select_for_update"}}, count(g.held_select_for_update)});
+    e.gauge("sqlock_db_holders", "Holders of keys right now, by lock mode.", holders);
+    e.gauge("sqlock_db_waiters", "Live waiters queued for keys, fair-mode ones or not.",
+            {{{{"fair", "true"}}, count(g.fair_waiters)}, {{{"fair", "false"}}, count(g.waiters - g.fair_waiters)}});
+    e.gauge("sqlock_db_oldest_wait_seconds", "How long the live waiter queued longest has waited (0: nobody waits).",
+            {{{}, seconds(g.oldest_wait)}});
+    e.gauge("sqlock_db_expired_rows",
+            "Rows past their lease not yet deleted by a sweeper: unique_insert lock rows, dead waiters.",
+            {{{{"table", "locks"}}, count(g.expired_locks)}, {{{"table", "waiters"}}, count(g.dead_waiters)}});
+    e.gauge("sqlock_db_job_runs", "Rows of the job ledger, by status.",
+            {{{{"status", "running"}}, count(g.runs_running)},
+             {{{"status", "succeeded"}}, count(g.runs_succeeded)},
+             {{{"status", "failed"}}, count(g.runs_failed)}});
+    std::vector<exposition::sample> queue_waiters, queue_waits;
+    for (const auto& q : g.queues) {
+        queue_waiters.push_back({{{"key", q.key}}, count(q.waiters)});
+        queue_waits.push_back({{{"key", q.key}}, seconds(q.oldest_wait)});
+    }
+    e.gauge("sqlock_db_queue_waiters", "Live waiters of the keys with the longest queues (at most --limit keys).",
+            queue_waiters);
+    e.gauge("sqlock_db_queue_oldest_wait_seconds", "How long the longest-waiting live waiter of each of those keys has waited.",
+            queue_waits);
+    return e.str();
 }
 
 }  // namespace sqlock::cli

@@ -1,6 +1,6 @@
 #pragma once
 // What `sqlock status` and `sqlock runs` print: aligned tables for people,
-// JSON for programs.
+// JSON for programs, Prometheus metrics for monitoring.
 
 #include <sqlock/sqlock.hpp>
 
@@ -19,9 +19,15 @@ struct snapshot {
     bool more_locks = false, more_waiters = false, more_runs = false;
 };
 
+// A time as 2026-11-21T09:30:00.250Z.
+std::string iso8601(std::chrono::sys_time<std::chrono::milliseconds> t);
 std::string status_table(const snapshot& s);
 std::string status_json(const snapshot& s);
 std::string runs_table(const std::vector<job_record>& runs);
 std::string runs_json(const std::vector<job_record>& runs);
+// `status --metrics`: the gauges in the Prometheus text exposition format
+// 0.0.4, every family a gauge named sqlock_db_*. row_locks: the backend has
+// select_for_update, whose holders are then a series of their own.
+std::string status_metrics(const database_gauges& g, bool row_locks);
 
 }  // namespace sqlock::cli

@@ -36,14 +36,24 @@ std::shared_ptr<grant> client_impl::new_grant(std::string_view key, const lock_o
     return g;
 }
 
-void client_impl::watch(const std::shared_ptr<grant>& g, const lock_options& options, std::int64_t sent) {
+void client_impl::watch(const std::shared_ptr<grant>& g, const lock_options& options, std::int64_t sent,
+                        std::int64_t answered, std::int64_t started) {
     // The database's expiry is its clock at the statement + lease (for
     // select_for_update: the server's idle limit after the last statement);
     // that statement ran after `sent`, so this deadline is never later.
     g->confirmed(sent);
     g->hold_until_ns = options.max_hold.count() > 0 ? saturating_add(sent, ms_to_ns(options.max_hold.count()))
                                                       : never_ns;
+    g->granted_ns = answered;
     ++counters_.acquisitions;
+    telemetry_.held.fetch_add(1);
+    // Told before anyone else learns of the grant, so before any other event of it.
+    if (events_) {
+        auto e = event_of(*g, event_kind::acquired);
+        e.wait = std::chrono::nanoseconds(std::max<std::int64_t>(answered - started, 0));
+        e.db_time = std::chrono::nanoseconds(std::max<std::int64_t>(answered - sent, 0));
+        post_event(*g, std::move(e));
+    }
     if (options.reentrant) reentry_.add(g);
     deadlines_->watch(g);
     watchdog_->watch(g);
@@ -51,7 +61,7 @@ void client_impl::watch(const std::shared_ptr<grant>& g, const lock_options& opt
 }
 
 client_impl::attempt client_impl::try_grant(std::string_view key, const lock_options& options,
-                                            bool want_remaining, std::int64_t ticket) {
+                                            bool want_remaining, std::int64_t ticket, std::int64_t started) {
     validate_key(key);
     validate_lock_options(options);
     if (options.mode == mode::select_for_update && !dialect_->capabilities().row_locks)
@@ -60,7 +70,7 @@ client_impl::attempt client_impl::try_grant(std::string_view key, const lock_opt
                            "unique_insert");
     check_schema();
     if (options.reentrant) {
-        if (auto g = reentry_.find(key)) return {std::move(g), std::nullopt};
+        if (auto g = reentry_.find(key)) return {std::move(g), true, std::nullopt};
     }
     auto g = new_grant(key, options);
     attempt out;
@@ -89,14 +99,34 @@ client_impl::attempt client_impl::try_grant(std::string_view key, const lock_opt
         }
         g->token = *r.token;
     }
-    watch(g, options, sent);
+    watch(g, options, sent, lease_now_ns(), started);
     out.granted = std::move(g);
     return out;
 }
 
+std::shared_ptr<grant> client_impl::try_acquire(std::string_view key, const lock_options& options) {
+    attempt tried;
+    try {
+        tried = try_grant(key, options, false, no_ticket, lease_now_ns());
+    } catch (...) {
+        telemetry_.count(acquire_outcome::error);
+        throw;
+    }
+    telemetry_.count(!tried.granted ? acquire_outcome::busy
+                     : tried.reentered ? acquire_outcome::reentered
+                                       : acquire_outcome::acquired);
+    return std::move(tried.granted);
+}
+
 std::shared_ptr<grant> client_impl::acquire(std::string_view key, std::chrono::milliseconds timeout,
                                             const lock_options& options) {
-    validate_timeout(timeout);
+    const std::int64_t started = lease_now_ns();  // for telemetry; the timeout is kept on steady_clock
+    try {
+        validate_timeout(timeout);
+    } catch (...) {
+        telemetry_.count(acquire_outcome::error);
+        throw;
+    }
     // A timeout too long to add to the clock (~292 years and more) waits forever.
     const auto start = std::chrono::steady_clock::now();
     const bool forever =
@@ -112,15 +142,55 @@ std::shared_ptr<grant> client_impl::acquire(std::string_view key, std::chrono::m
     std::stop_callback on_cancel(options.cancel, [] { wakeups::notify(); });
     thread_local std::minstd_rand jitter(std::random_device{}());
     std::shared_ptr<ticket_timing> queued;
+    // Gives the ticket up: leaves the queue, or (granted) just forgets it,
+    // the grant having removed its row.
+    auto drop_ticket = [&](bool leave) {
+        if (!queued) return;
+        telemetry_.waiters.fetch_sub(1);
+        if (leave) queue_->leave(queued);
+        else queued.reset();
+    };
+    bool waited = false;  // the key was busy at least once
+    // Counts the call's outcome and its wait; tells a wait that found the key busy.
+    auto wait_ended = [&](wait_outcome how, const attempt* granted, const char* why) {
+        const std::int64_t now = lease_now_ns();
+        telemetry_.wait.observe(now - started);
+        telemetry_.count(granted                          ? (granted->reentered ? acquire_outcome::reentered
+                                                                                : acquire_outcome::acquired)
+                         : how == wait_outcome::timed_out ? acquire_outcome::timeout
+                         : how == wait_outcome::cancelled ? acquire_outcome::cancelled
+                                                          : acquire_outcome::error);
+        if (!waited || !events_) return;
+        try {
+            lock_event e;
+            e.kind = event_kind::waited;
+            e.key = std::string(key);
+            e.mode = options.mode;
+            e.outcome = how;
+            e.wait = std::chrono::nanoseconds(std::max<std::int64_t>(now - started, 0));
+            if (why) e.error = why;
+            if (granted) {
+                e.token = granted->granted->token;
+                e.owner = granted->granted->owner;
+                post_event(*granted->granted, std::move(e));  // after the grant's acquired event
+            } else {
+                events_->post(std::move(e));
+            }
+        } catch (...) {
+            // Out of memory: the event is lost, not the grant or the caller's error.
+        }
+    };
     std::int64_t backoff_ms = 4;
     try {
         for (;;) {
             const std::uint64_t epoch = wakeups::epoch();
-            auto tried = try_grant(key, options, true, queued ? queued->ticket : no_ticket);
+            auto tried = try_grant(key, options, true, queued ? queued->ticket : no_ticket, started);
             if (tried.granted) {
-                queued.reset();  // the grant removed its row
+                drop_ticket(false);  // the grant removed its row
+                wait_ended(wait_outcome::acquired, &tried, nullptr);
                 return std::move(tried.granted);
             }
+            waited = true;
             const auto now = std::chrono::steady_clock::now();
             if (now >= deadline)
                 throw timeout_error("timed out after " + std::to_string(timeout.count()) + " ms waiting for lock '" +
@@ -131,8 +201,19 @@ std::shared_ptr<grant> client_impl::acquire(std::string_view key, std::chrono::m
                 // Take a ticket (again, if our row expired: others may have
                 // passed it) and try at once: the key may have been freed
                 // while we queued.
-                queue_->leave(queued);
-                queued = queue_->enqueue(key, options, new_owner_id(), holder_description());
+                drop_ticket(true);
+                const std::string ticket_owner = new_owner_id();
+                queued = queue_->enqueue(key, options, ticket_owner, holder_description());
+                telemetry_.waiters.fetch_add(1);
+                if (events_) {
+                    lock_event e;
+                    e.kind = event_kind::queued;
+                    e.key = std::string(key);
+                    e.owner = ticket_owner;
+                    e.mode = options.mode;
+                    e.ticket = queued->ticket;
+                    events_->post(std::move(e));
+                }
                 continue;
             }
             // Exponential backoff with jitter, but never sleep past the moment
@@ -145,8 +226,21 @@ std::shared_ptr<grant> client_impl::acquire(std::string_view key, std::chrono::m
             wakeups::wait(epoch, wake_at,
                           [&] { return options.cancel.stop_requested() || (queued && queued->gone.load()); });
         }
+    } catch (const timeout_error&) {
+        drop_ticket(true);
+        wait_ended(wait_outcome::timed_out, nullptr, nullptr);
+        throw;
+    } catch (const cancelled_error&) {
+        drop_ticket(true);
+        wait_ended(wait_outcome::cancelled, nullptr, nullptr);
+        throw;
+    } catch (const std::exception& e) {
+        drop_ticket(true);
+        wait_ended(wait_outcome::failed, nullptr, e.what());
+        throw;
     } catch (...) {
-        queue_->leave(queued);
+        drop_ticket(true);
+        wait_ended(wait_outcome::failed, nullptr, "a non-standard exception");
         throw;
     }
 }

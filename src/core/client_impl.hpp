@@ -7,6 +7,7 @@
 // (leases.cpp), and the facade and admin operations (client.cpp).
 
 #include "core/grant.hpp"
+#include "core/telemetry.hpp"
 #include "pool/pool.hpp"
 #include "core/url.hpp"
 #include "dialects/dialect.hpp"
@@ -63,16 +64,24 @@ public:
     const detail::dialect& dialect() const { return *dialect_; }
     const sql_library& sql() const;
     counters& stats() { return counters_; }
+    const counters& stats() const { return counters_; }
     std::uint64_t watchdog_ticks() const;
+    const detail::telemetry& telemetry() const { return telemetry_; }
+    // client::metrics_text() (client.cpp).
+    std::string metrics_text() const;
 
     // --- acquisition (acquire.cpp) ---
     struct attempt {
         std::shared_ptr<grant> granted;
+        bool reentered = false;                    // granted is the calling thread's own grant, reused
         std::optional<std::int64_t> remaining_ms;  // contention: the holder's remaining lease, when known
     };
     // One try. ticket: the requester's place in the wait queue, if it has one.
+    // started: when the caller's try_acquire() or acquire() began (lease_clock ns).
     attempt try_grant(std::string_view key, const lock_options& options, bool want_remaining,
-                      std::int64_t ticket = no_ticket);
+                      std::int64_t ticket, std::int64_t started);
+    // client::try_acquire(): one try, counted by outcome. Null when busy.
+    std::shared_ptr<grant> try_acquire(std::string_view key, const lock_options& options);
     // Tries until granted, timed out (timeout_error) or cancelled (cancelled_error).
     std::shared_ptr<grant> acquire(std::string_view key, std::chrono::milliseconds timeout,
                                    const lock_options& options);
@@ -80,8 +89,8 @@ public:
     // --- a lease's operations (leases.cpp) ---
     void release(grant& g);
     bool renew(grant& g);
-    // Declares g lost (once) unless it was released: stop token, log, on_lost.
-    void mark_lost(grant& g);
+    // Declares g lost (once) unless it was released: stop token, log, on_lost, event.
+    void mark_lost(grant& g, loss_cause cause);
     // A lease of g was moved: no thread reenters g from now on.
     void end_reentry(grant& g) noexcept;
 
@@ -113,12 +122,23 @@ public:
 
 private:
     std::shared_ptr<grant> new_grant(std::string_view key, const lock_options& options);
-    // A grant made: register it for reentrancy and with the watchdog and the timer.
-    void watch(const std::shared_ptr<grant>& g, const lock_options& options, std::int64_t sent);
+    // A grant made: register it for reentrancy and with the watchdog and the
+    // timer. sent: when the granting attempt was sent; answered: when it
+    // answered; started: when the caller's call began (lease_clock ns).
+    void watch(const std::shared_ptr<grant>& g, const lock_options& options, std::int64_t sent,
+               std::int64_t answered, std::int64_t started);
     // mark_lost without the released check: a release that finds the lease gone.
-    void signal_lost(grant& g);
+    void signal_lost(grant& g, loss_cause cause);
     // A renewal sent at `sent` was confirmed; false when g was lost meanwhile.
-    bool confirm_renewal(grant& g, std::int64_t sent);
+    bool confirm_renewal(grant& g, std::int64_t sent, std::int64_t db_ns);
+    // The grant's hold is over (released or lost): counted once.
+    void end_hold(grant& g, std::int64_t now) noexcept;
+    // Events (only when a listener is set: check events_ first).
+    lock_event event_of(const grant& g, event_kind kind) const;
+    // Posts an event about g unless its released event was posted already.
+    void post_event(grant& g, lock_event e);
+    // An automatic renewal of g failed for a passing reason.
+    void renewal_failed(grant& g, std::int64_t sent, const std::string& why);
     outcome renew_alone(grant& g);
     // Runs `which` of g's callbacks on the callback thread.
     void post(grant& g, std::function<void(const std::string&, std::int64_t)> grant::*which, const char* name);
@@ -129,6 +149,7 @@ private:
     dialect_context ctx_;
     std::shared_ptr<spdlog::logger> log_;
     counters counters_;
+    detail::telemetry telemetry_;
     std::unique_ptr<detail::dialect> dialect_;
     session_pool pool_;           // the application's operations: at most pool_size at once
     session_pool watchdog_pool_;  // the watchdog's own connection
@@ -141,6 +162,7 @@ private:
     std::unique_ptr<wait_queue> queue_;
     std::unique_ptr<sweeper> sweeper_;
     std::unique_ptr<callback_queue> callbacks_;
+    std::unique_ptr<event_sink> events_;  // null without a listener: no event is made
 };
 
 }  // namespace sqlock::detail

@@ -7,8 +7,10 @@
 
 #include "watchdog/schedule.hpp"
 
+#include <sqlock/events.hpp>
 #include <sqlock/options.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -38,8 +40,20 @@ struct grant : lease_timing, std::enable_shared_from_this<grant> {
     std::stop_source stop;  // requested when lost
     std::atomic<bool> reentry_open{true};  // cleared when a lease of it is moved
 
-    std::mutex mu;  // guards depth; never held across a database round trip
+    std::mutex mu;  // guards depth and events_closed; never held across a database round trip
     int depth = 1;  // leases sharing this grant
+    // Telemetry (core/telemetry.hpp). granted_ns: when the grant was
+    // confirmed (lease_clock ns), for hold times; hold_ended: the hold was
+    // counted (at release or loss, whichever came first); events_closed: the
+    // released event was posted, so nothing about this grant follows it.
+    std::int64_t granted_ns = 0;
+    std::atomic<bool> hold_ended{false};
+    bool events_closed = false;
+    // What the watchdog's last statement for this lease learnt, for the
+    // renewed()/lost() that follow it: its round trip, and why it found the
+    // lease lost.
+    std::atomic<std::int64_t> renew_db_ns{0};
+    std::atomic<loss_cause> loss_hint{loss_cause::not_held};
     // select_for_update: the pinned connection holding the key's row lock.
     std::unique_ptr<row_lock_holder> row_lock;
 };

@@ -59,7 +59,7 @@ sqlock::mode lease::mode() const { return grant_ ? grant_->mode : mode::conditio
 bool lease::lost() const {
     if (!grant_ || grant_->lost.load()) return true;
     if (detail::lease_now_ns() >= grant_->deadline_ns.load()) {
-        grant_->client->mark_lost(*grant_);
+        grant_->client->mark_lost(*grant_, loss_cause::deadline);
         return true;
     }
     return false;

@@ -1,7 +1,8 @@
-// A held lease's operations (release, renew, loss) and the watchdog's work
-// on the database (the keeper: renew a batch, renew one alone, ping a row
-// lock, heartbeat tickets, sweep). When to do that work is the watchdog's
-// business (src/watchdog/schedule.cpp).
+// A held lease's operations (release, renew, loss), the events they make
+// (told to the listener on a thread of its own: event_sink), and the
+// watchdog's work on the database (the keeper: renew a batch, renew one
+// alone, ping a row lock, heartbeat tickets, sweep). When to do that work is
+// the watchdog's business (src/watchdog/schedule.cpp).
 
 #include "core/client_impl.hpp"
 #include "core/row_lock.hpp"
@@ -17,20 +18,29 @@
 
 namespace sqlock::detail {
 
-void client_impl::mark_lost(grant& g) {
+void client_impl::mark_lost(grant& g, loss_cause cause) {
     // A released lease is not lost: a release deletes or clears the row,
     // which a racing renewal would otherwise read as a takeover.
-    if (!g.released.load()) signal_lost(g);
+    if (!g.released.load()) signal_lost(g, cause);
 }
 
-void client_impl::signal_lost(grant& g) {
+void client_impl::signal_lost(grant& g, loss_cause cause) {
     if (g.lost.exchange(true)) return;
+    const std::int64_t now = lease_now_ns();
     ++counters_.leases_lost;
+    telemetry_.lost[static_cast<std::size_t>(cause)].fetch_add(1);
+    end_hold(g, now);
     // A fixed lease running out is what its owner asked for; anything else is news.
-    log_->log(g.auto_renew ? spdlog::level::warn : spdlog::level::info, "lease on '{}' (token {}) is lost", g.key,
-              g.token);
+    log_->log(g.auto_renew ? spdlog::level::warn : spdlog::level::info, "lease on '{}' (token {}) is lost ({})", g.key,
+              g.token, to_string(cause));
     g.stop.request_stop();
     if (g.on_lost) post(g, &grant::on_lost, "on_lost");
+    if (events_) {
+        auto e = event_of(g, event_kind::lost);
+        e.cause = cause;
+        e.hold = std::chrono::nanoseconds(std::max<std::int64_t>(now - g.granted_ns, 0));
+        post_event(g, std::move(e));
+    }
 }
 
 // Runs `which` of the grant's callbacks on the callback thread. The closure
@@ -48,15 +58,92 @@ void client_impl::post(grant& g, std::function<void(const std::string&, std::int
     });
 }
 
+// --- telemetry -----------------------------------------------------------------
+
+void client_impl::end_hold(grant& g, std::int64_t now) noexcept {
+    if (g.hold_ended.exchange(true)) return;
+    telemetry_.hold.observe(now - g.granted_ns);
+    telemetry_.held.fetch_sub(1);
+}
+
+lock_event client_impl::event_of(const grant& g, event_kind kind) const {
+    lock_event e;
+    e.kind = kind;
+    e.key = g.key;
+    e.token = g.token;
+    e.owner = g.owner;
+    e.mode = g.mode;
+    return e;
+}
+
+// Under the grant's mutex, so that a grant's events are queued in the order
+// they happened: nothing follows `released`, and a renewal that raced a
+// loss or a release is not told after it.
+void client_impl::post_event(grant& g, lock_event e) {
+    std::lock_guard lock(g.mu);
+    if (g.events_closed) return;
+    if ((e.kind == event_kind::renewed || e.kind == event_kind::renewal_failed) && (g.lost.load() || g.released.load()))
+        return;
+    if (e.kind == event_kind::released) g.events_closed = true;
+    events_->post(std::move(e));
+}
+
+void client_impl::renewal_failed(grant& g, std::int64_t sent, const std::string& why) {
+    if (!events_) return;
+    auto e = event_of(g, event_kind::renewal_failed);
+    e.db_time = std::chrono::nanoseconds(std::max<std::int64_t>(lease_now_ns() - sent, 0));
+    e.error = why;
+    post_event(g, std::move(e));
+}
+
+event_sink::event_sink(std::function<void(const lock_event&)> listener, std::shared_ptr<spdlog::logger> log,
+                       std::atomic<std::uint64_t>& dropped)
+    : listener_(std::make_shared<const std::function<void(const lock_event&)>>(std::move(listener))),
+      log_(std::move(log)),
+      dropped_(dropped) {}
+
+void event_sink::post(lock_event e) noexcept {
+    try {
+        e.time = std::chrono::system_clock::now();
+        auto tell = [listener = listener_, log = log_, e = std::move(e)] {
+            try {
+                (*listener)(e);
+            } catch (const std::exception& x) {
+                log->error("the event listener threw on {} of '{}': {}", to_string(e.kind), e.key, x.what());
+            } catch (...) {
+                log->error("the event listener threw a non-standard exception on {} of '{}'", to_string(e.kind),
+                           e.key);
+            }
+        };
+        if (queue_.try_post(std::move(tell), max_pending_events)) {
+            dropping_.store(false, std::memory_order_relaxed);
+            return;
+        }
+    } catch (...) {
+        // Out of memory: dropped like an event past the limit.
+    }
+    dropped_.fetch_add(1);
+    if (!dropping_.exchange(true))
+        log_->warn("the event listener is {} events behind: dropping events until it catches up",
+                   max_pending_events);
+}
+
+// --- a lease's operations -------------------------------------------------------
+
 void client_impl::end_reentry(grant& g) noexcept {
     if (g.reentrant && g.reentry_open.exchange(false)) reentry_.remove(g);
 }
 
-bool client_impl::confirm_renewal(grant& g, std::int64_t sent) {
+bool client_impl::confirm_renewal(grant& g, std::int64_t sent, std::int64_t db_ns) {
     if (g.lost.load()) return false;  // lost stays lost, whatever a late answer says
     g.confirmed(sent);
     ++counters_.renewals;
     if (g.on_renewed) post(g, &grant::on_renewed, "on_renewed");
+    if (events_) {
+        auto e = event_of(g, event_kind::renewed);
+        e.db_time = std::chrono::nanoseconds(db_ns);
+        post_event(g, std::move(e));
+    }
     return true;
 }
 
@@ -68,13 +155,30 @@ void client_impl::release(grant& g) {
         g.released = true;
     }
     if (g.reentrant) reentry_.remove(g);
-    if (g.row_lock) {
-        // A lost lease's connection died or misbehaved: never pool it.
-        if (!g.row_lock->release(!g.lost.load())) signal_lost(g);
-    } else if (!pool_.with_session([&](session& s) { return s.release(g.key, g.owner, g.mode); })) {
-        signal_lost(g);  // it had been taken over before this release
+    const std::int64_t began = lease_now_ns();
+    auto told = [&](const char* failure) {
+        const std::int64_t done = lease_now_ns();
+        end_hold(g, done);
+        if (!events_) return;
+        auto e = event_of(g, event_kind::released);
+        e.hold = std::chrono::nanoseconds(std::max<std::int64_t>(done - g.granted_ns, 0));
+        e.db_time = std::chrono::nanoseconds(std::max<std::int64_t>(done - began, 0));
+        if (failure) e.error = failure;
+        post_event(g, std::move(e));
+    };
+    try {
+        if (g.row_lock) {
+            // A lost lease's connection died or misbehaved: never pool it.
+            if (!g.row_lock->release(!g.lost.load())) signal_lost(g, loss_cause::connection_lost);
+        } else if (!pool_.with_session([&](session& s) { return s.release(g.key, g.owner, g.mode); })) {
+            signal_lost(g, loss_cause::not_held);  // it had been taken over before this release
+        }
+    } catch (const std::exception& e) {
+        told(e.what());
+        throw;
     }
     ++counters_.releases;
+    told(nullptr);
     wakeups::notify();
     log_->debug("released '{}' token {}", g.key, g.token);
 }
@@ -83,15 +187,26 @@ bool client_impl::renew(grant& g) {
     if (g.lost.load() || g.released.load()) return false;
     const std::int64_t sent = lease_now_ns();
     if (g.row_lock) {
-        switch (g.row_lock->check(g.key, g.token, options().statement_timeout, true)) {
-            case row_lock_holder::verdict::held: return confirm_renewal(g, sent);
-            case row_lock_holder::verdict::lost: mark_lost(g); return false;
+        const auto v = g.row_lock->check(g.key, g.token, options().statement_timeout, true);
+        const std::int64_t db_ns = lease_now_ns() - sent;
+        switch (v) {
+            case row_lock_holder::verdict::held:
+                telemetry_.renewal.observe(db_ns);
+                return confirm_renewal(g, sent, db_ns);
+            case row_lock_holder::verdict::forced:
+                telemetry_.renewal.observe(db_ns);
+                mark_lost(g, loss_cause::forced);
+                return false;
+            case row_lock_holder::verdict::lost: mark_lost(g, loss_cause::connection_lost); return false;
             case row_lock_holder::verdict::skipped: return !g.lost.load();
         }
     }
-    switch (pool_.with_session([&](session& s) { return s.renew(g.key, g.owner, g.lease_ms, true); })) {
-        case renew_result::renewed: return confirm_renewal(g, sent);
-        case renew_result::not_held: mark_lost(g); return false;
+    const auto r = pool_.with_session([&](session& s) { return s.renew(g.key, g.owner, g.lease_ms, true); });
+    const std::int64_t db_ns = lease_now_ns() - sent;
+    telemetry_.renewal.observe(db_ns);
+    switch (r) {
+        case renew_result::renewed: return confirm_renewal(g, sent, db_ns);
+        case renew_result::not_held: mark_lost(g, loss_cause::not_held); return false;
         case renew_result::row_locked: break;
     }
     throw db_error(std::string(dialect_->name()), "",
@@ -139,11 +254,21 @@ std::vector<keeper::outcome> client_impl::renew(const std::vector<lease_timing*>
         // past a lease's deadline, where the deadline timer declares it lost.
         counters_.renewal_failures += batch.size();
         log_->warn("renewing {} lease(s) failed, retrying: {}", batch.size(), e.what());
+        if (events_)
+            for (auto* l : batch) renewal_failed(static_cast<grant&>(*l), sent, e.what());
         return out;
     }
-    for (std::size_t i = 0; i < batch.size(); ++i)
-        out[i] = renewed_now[i] ? outcome{result::renewed, sent}
-                                : renew_alone(static_cast<grant&>(*batch[i]));  // lost, or its row was locked
+    const std::int64_t db_ns = lease_now_ns() - sent;
+    telemetry_.renewal.observe(db_ns);
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+        auto& g = static_cast<grant&>(*batch[i]);
+        if (renewed_now[i]) {
+            g.renew_db_ns = db_ns;
+            out[i] = outcome{result::renewed, sent};
+        } else {
+            out[i] = renew_alone(g);  // lost, or its row was locked
+        }
+    }
     return out;
 }
 
@@ -159,25 +284,41 @@ keeper::outcome client_impl::renew_alone(grant& g) {
     } catch (const std::exception& e) {
         ++counters_.renewal_failures;
         log_->warn("renewing '{}' failed, retrying: {}", g.key, e.what());
+        renewal_failed(g, sent, e.what());
         return {result::retry, sent};
     }
+    const std::int64_t db_ns = lease_now_ns() - sent;
+    telemetry_.renewal.observe(db_ns);
     switch (r) {
-        case renew_result::renewed: return {result::renewed, sent};
-        case renew_result::not_held: return {result::lost, sent};
+        case renew_result::renewed: g.renew_db_ns = db_ns; return {result::renewed, sent};
+        case renew_result::not_held: g.loss_hint = loss_cause::not_held; return {result::lost, sent};
         case renew_result::row_locked: break;
     }
     ++counters_.renewal_failures;
     log_->warn("renewing '{}': another transaction keeps its row locked; retrying until the deadline", g.key);
+    renewal_failed(g, sent, "another transaction keeps the key's row locked");
     return {result::retry, sent};
 }
 
 keeper::outcome client_impl::ping(lease_timing& lease) {
     auto& g = static_cast<grant&>(lease);
     const std::int64_t sent = lease_now_ns();
-    if (!g.row_lock) return {result::lost, sent};
-    switch (g.row_lock->check(g.key, g.token, wait_bound(g.deadline_ns.load()), false)) {
-        case row_lock_holder::verdict::held: return {result::renewed, sent};
-        case row_lock_holder::verdict::lost: return {result::lost, sent};
+    if (!g.row_lock) {
+        g.loss_hint = loss_cause::connection_lost;
+        return {result::lost, sent};
+    }
+    const auto v = g.row_lock->check(g.key, g.token, wait_bound(g.deadline_ns.load()), false);
+    const std::int64_t db_ns = lease_now_ns() - sent;
+    switch (v) {
+        case row_lock_holder::verdict::held:
+            telemetry_.renewal.observe(db_ns);
+            g.renew_db_ns = db_ns;
+            return {result::renewed, sent};
+        case row_lock_holder::verdict::forced:
+            telemetry_.renewal.observe(db_ns);
+            g.loss_hint = loss_cause::forced;
+            return {result::lost, sent};
+        case row_lock_holder::verdict::lost: g.loss_hint = loss_cause::connection_lost; return {result::lost, sent};
         case row_lock_holder::verdict::skipped: break;  // the application's renew() is pinging
     }
     return {result::retry, sent};
@@ -191,9 +332,17 @@ void client_impl::renewed(lease_timing& lease) {
     auto& g = static_cast<grant&>(lease);
     ++counters_.renewals;
     if (g.on_renewed) post(g, &grant::on_renewed, "on_renewed");
+    if (events_) {
+        auto e = event_of(g, event_kind::renewed);
+        e.db_time = std::chrono::nanoseconds(g.renew_db_ns.load());
+        post_event(g, std::move(e));
+    }
 }
 
-void client_impl::lost(lease_timing& lease) { mark_lost(static_cast<grant&>(lease)); }
+void client_impl::lost(lease_timing& lease) {
+    auto& g = static_cast<grant&>(lease);
+    mark_lost(g, g.loss_hint.load());
+}
 
 void client_impl::tickets_gone() { wakeups::notify(); }  // their waiters queue again
 

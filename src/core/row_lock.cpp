@@ -101,18 +101,21 @@ row_lock_holder::verdict row_lock_holder::check(std::string_view key, std::int64
     bool busy = false;
     session* s = borrow(wait, &busy);
     if (!s) return busy ? verdict::skipped : verdict::lost;
-    bool alive = false;
+    bool answered = false;
+    std::int64_t now_token = 0;
     try {
         s->bound_waits(bound);
-        // Another token means an operator broke the lock (force_release):
-        // give up the row lock now rather than at release.
-        alive = row_locks_of(*s).fence_token(key) == token;
+        now_token = row_locks_of(*s).fence_token(key);
         s->bound_waits(std::chrono::milliseconds::zero());
+        answered = true;
     } catch (const error&) {
-        alive = false;  // the server ended the transaction with the connection
+        // The server ended the transaction with the connection.
     }
-    give_back(alive);
-    return alive ? verdict::held : verdict::lost;
+    // Another token means an operator broke the lock (force_release): give
+    // up the row lock now rather than at release.
+    const verdict v = !answered ? verdict::lost : now_token == token ? verdict::held : verdict::forced;
+    give_back(v == verdict::held);
+    return v;
 }
 
 bool row_lock_holder::release(bool healthy) {

@@ -41,11 +41,12 @@ public:
     row_lock_holder& operator=(const row_lock_holder&) = delete;
 
     // Checks the hold: the connection is alive and the key's token is still
-    // `token` (else an operator broke the lock: the row lock is given up at
-    // once). The client-side wait is bounded by `bound`. Never holds a mutex
+    // `token` (else an operator broke the lock: `forced`, and the row lock is
+    // given up at once); `lost`: the connection or its transaction is gone.
+    // The client-side wait is bounded by `bound`. Never holds a mutex
     // across the round trip; `wait`: wait for a check already under way
     // (the application's renew()) instead of skipping (the watchdog).
-    enum class verdict { held, lost, skipped };
+    enum class verdict { held, lost, forced, skipped };
     verdict check(std::string_view key, std::int64_t token, std::chrono::milliseconds bound, bool wait);
 
     // Ends the hold (rolls the transaction back), after any check under way.

@@ -4,6 +4,8 @@
 
 #include <sqlock/errors.hpp>
 
+#include <algorithm>
+#include <utility>
 
 namespace sqlock::detail {
 namespace {
@@ -55,6 +57,13 @@ void check_server_url(std::string_view url, std::string_view rest) {
     if (at != std::string_view::npos) {
         if (auth.find('@', at + 1) != std::string_view::npos)
             malformed(url, "more than one '@' before the host; write '@' in a user name or password as %40");
+        // A password holding '@' and then '/' (u:ab@cd/x@h/db) leaves its
+        // tail and the real host in the database name, where libpq would
+        // quote it: an '@' in the first path segment is that, not a name.
+        if (auth_end != std::string_view::npos && rest[auth_end] == '/' &&
+            rest.find('@', auth_end) < rest.find_first_of("/?", auth_end + 1))
+            malformed(url, "an '@' in the database name; if the password contains '@' or '/', write them as %40 and "
+                           "%2F (an '@' in a database name as %40)");
         return;
     }
     if (auth_end == std::string_view::npos) return;
@@ -77,12 +86,53 @@ void check_server_url(std::string_view url, std::string_view rest) {
                        "(and '@' as %40)");
 }
 
+// Percent-decoding that leaves a bad escape as it is: for reading a
+// parameter's keyword in a URL not yet checked.
+std::string lenient_decode(std::string_view s) {
+    std::string out;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        if (s[i] == '%' && i + 2 < s.size() && hex_value(s[i + 1]) >= 0 && hex_value(s[i + 2]) >= 0) {
+            out += static_cast<char>(hex_value(s[i + 1]) * 16 + hex_value(s[i + 2]));
+            i += 2;
+        } else {
+            out += s[i];
+        }
+    }
+    return out;
+}
+
+using range = std::pair<std::size_t, std::size_t>;  // [begin, end) of a URL
+
+// Where a URL's password parameters hold their values: after every
+// "password=", and after the '=' of every parameter whose keyword
+// percent-decodes to "password" (libpq decodes keywords: pass%77ord= is a
+// password). A value runs to the next '&', as libpq reads it (spaces too).
+std::vector<range> password_values(std::string_view url) {
+    std::vector<range> out;
+    auto value_from = [&](std::size_t begin) {
+        const auto end = url.find('&', begin);
+        out.emplace_back(begin, end == std::string_view::npos ? url.size() : end);
+    };
+    for (auto pos = url.find("password="); pos != std::string_view::npos; pos = url.find("password=", pos + 1))
+        value_from(pos + 9);
+    for (auto pos = url.find_first_of("?&"); pos != std::string_view::npos; pos = url.find_first_of("?&", pos + 1)) {
+        const auto eq = url.find('=', pos + 1);
+        if (eq == std::string_view::npos) break;
+        if (eq < url.find('&', pos + 1) && lenient_decode(url.substr(pos + 1, eq - pos - 1)) == "password")
+            value_from(eq + 1);
+    }
+    return out;
+}
+
 // The secrets a server URL holds: the password of its userinfo and the value
-// of any password= parameter, as written and decoded.
-std::vector<std::string> secrets_of(std::string_view rest) {
+// of every password parameter, as written and decoded. The userinfo is read
+// as libpq reads it, ending at the first '@' before any '/' even past a '?'
+// (postgresql://h?x=u:pw@y has the password "pw"); for the URLs
+// check_server_url lets through, that is also what the mysql parser reads.
+std::vector<std::string> secrets_of(std::string_view url, std::string_view rest) {
     std::vector<std::string> out;
     auto add = [&](std::string_view raw) {
-        if (raw.empty()) return;
+        if (raw.empty() || std::find(out.begin(), out.end(), raw) != out.end()) return;
         out.emplace_back(raw);
         try {
             auto decoded = percent_decode(raw);
@@ -90,16 +140,12 @@ std::vector<std::string> secrets_of(std::string_view rest) {
         } catch (const config_error&) {
         }
     };
-    const std::string_view auth = rest.substr(0, rest.find_first_of("/?"));
+    const std::string_view auth = rest.substr(0, rest.find('/'));
     if (const auto at = auth.find('@'); at != std::string_view::npos) {
         const std::string_view userinfo = auth.substr(0, at);
         if (const auto colon = userinfo.find(':'); colon != std::string_view::npos) add(userinfo.substr(colon + 1));
     }
-    for (std::size_t pos = rest.find("password="); pos != std::string_view::npos;
-         pos = rest.find("password=", pos + 1)) {
-        const auto value = pos + 9;
-        add(rest.substr(value, rest.find_first_of("& ", value) - value));
-    }
+    for (const auto& [begin, end] : password_values(url)) add(url.substr(begin, end - begin));
     return out;
 }
 
@@ -117,7 +163,7 @@ url_parts parse_url(std::string_view url) {
         if (!starts_with(rest, "//"))
             throw config_error("a " + std::string(scheme) + " URL must start with " + example);
         check_server_url(url, rest.substr(2));
-        return url_parts{name, std::string(url), secrets_of(rest.substr(2))};
+        return url_parts{name, std::string(url), secrets_of(url, rest.substr(2))};
     };
     if (scheme == "postgresql" || scheme == "postgres") return server("postgres", "postgresql://");
     if (scheme == "mysql" || scheme == "mariadb") return server("mysql", "mysql://");
@@ -135,22 +181,30 @@ std::string redact_url(std::string_view url) {
     // of scheme://user:password@host, wherever a malformed URL ends it (an
     // unencoded '/', '?', '#' or '@' in the password). A URL with an '@' only
     // in its query (user=me@corp) and a port loses more than its password,
-    // which is the safe way to be wrong. Then every password= parameter.
-    std::string out(url);
-    const auto scheme_end = out.find("://");
-    if (scheme_end != std::string::npos) {
+    // which is the safe way to be wrong. And every password parameter's value.
+    // The ranges are all found in the URL as given, then masked together: an
+    // '@' in a parameter's value (password=p@ss) is not taken for the end of
+    // a userinfo once that value is masked, nor the reverse.
+    std::vector<range> ranges = password_values(url);
+    const auto scheme_end = url.find("://");
+    if (scheme_end != std::string_view::npos) {
         const auto auth_start = scheme_end + 3;
-        const auto at = out.rfind('@');
-        const auto colon = out.find(':', auth_start);
-        if (at != std::string::npos && at > auth_start && colon != std::string::npos && colon < at)
-            out.replace(colon + 1, at - colon - 1, "***");
+        const auto at = url.rfind('@');
+        const auto colon = url.find(':', auth_start);
+        if (at != std::string_view::npos && at > auth_start && colon != std::string_view::npos && colon < at)
+            ranges.emplace_back(colon + 1, at);
     }
-    for (std::size_t pos = out.find("password="); pos != std::string::npos; pos = out.find("password=", pos + 1)) {
-        auto value = pos + 9;
-        auto end = out.find_first_of("& ", value);
-        if (end == std::string::npos) end = out.size();
-        out.replace(value, end - value, "***");
+    std::sort(ranges.begin(), ranges.end());
+    std::string out;
+    std::size_t done = 0;  // url[0, done) is in out
+    for (std::size_t i = 0; i < ranges.size();) {
+        auto [begin, end] = ranges[i];
+        for (++i; i < ranges.size() && ranges[i].first <= end; ++i) end = std::max(end, ranges[i].second);
+        out += url.substr(done, begin - done);
+        out += "***";
+        done = end;
     }
+    out += url.substr(done);
     return out;
 }
 

@@ -220,6 +220,9 @@ public:
     // and ends its live lease row. The new token; empty when never granted.
     virtual std::optional<std::int64_t> force_release(std::string_view key) = 0;
     virtual lock_info inspect(std::string_view key) = 0;
+    // Counts over every key (sql/<dialect>/gauges.sql) and, when queue_limit
+    // is not 0, the longest queues (gauge_queues.sql).
+    virtual database_gauges gauges(std::size_t queue_limit) = 0;
 
     // Runs body in one transaction that first fences (key, token): it checks
     // by database time that the lease with that token holds the key, and

@@ -44,4 +44,14 @@ void callback_queue::post(std::function<void()> fn) {
     state_->cv.notify_one();
 }
 
+bool callback_queue::try_post(std::function<void()> fn, std::size_t limit) {
+    {
+        std::lock_guard lock(state_->mu);
+        if (state_->pending.size() >= limit) return false;
+        state_->pending.push_back(std::move(fn));
+    }
+    state_->cv.notify_one();
+    return true;
+}
+
 }  // namespace sqlock::detail

@@ -1,10 +1,13 @@
 #pragma once
 // The user's on_lost / on_renewed callbacks run here: one thread per client,
 // one callback at a time, in the order they were posted, so that a slow or
-// blocking callback never holds up a renewal or a loss signal. RAII: the
+// blocking callback never holds up a renewal or a loss signal. A client with
+// an event listener (client_options::on_event) has a second one for events,
+// so that a slow listener does not hold up on_lost either. RAII: the
 // constructor starts the thread, the destructor stops and joins it
 // (callbacks still pending are dropped).
 
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <thread>
@@ -22,6 +25,9 @@ public:
 
     // Runs fn on the thread. fn must not throw.
     void post(std::function<void()> fn);
+    // post(fn) unless `limit` callbacks are already waiting; then false, and
+    // fn is dropped.
+    bool try_post(std::function<void()> fn, std::size_t limit);
 
 private:
     struct state;

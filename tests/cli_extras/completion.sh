@@ -99,6 +99,9 @@ for option in --wait --lease --once-per --kill-after --priority --run-key; do
   expect sqlock run "$option" = "=>"
 done
 expect sqlock status --limit "" "=>"
+expect sqlock status --watch --interval "" "=>"
+expect sqlock status --watch --count "" "=>"
+expect sqlock status --w "=>" --watch
 expect sqlock run backup "" "=>"
 
 # 4. After run's "--": PROGRAM is a command name, then its arguments are files.

@@ -63,6 +63,35 @@ void read_lease(const Row& r, int first, lock_info& info) {
     info.expires_in = std::chrono::milliseconds(r.integer(first + 4));
 }
 
+// The counts of a row of every dialect's gauges.sql, whose columns are, from
+// 0: the database clock in ms, live leases in unique_insert and in
+// conditional_update, select_for_update holders, expired unique_insert rows,
+// live waiters, fair ones, the longest wait in ms, dead waiters, and ledger
+// rows running, succeeded and failed.
+template <class Row>
+database_gauges read_gauges(const Row& r) {
+    database_gauges g;
+    g.now = std::chrono::sys_time<std::chrono::milliseconds>(std::chrono::milliseconds(r.integer(0)));
+    g.held_unique_insert = r.integer(1);
+    g.held_conditional_update = r.integer(2);
+    g.held_select_for_update = r.integer(3);
+    g.expired_locks = r.integer(4);
+    g.waiters = r.integer(5);
+    g.fair_waiters = r.integer(6);
+    g.oldest_wait = std::chrono::milliseconds(r.integer(7));
+    g.dead_waiters = r.integer(8);
+    g.runs_running = r.integer(9);
+    g.runs_succeeded = r.integer(10);
+    g.runs_failed = r.integer(11);
+    return g;
+}
+
+// A row of gauge_queues.sql: key, live waiters, the longest wait in ms.
+template <class Row>
+database_gauges::queue read_queue(const Row& r) {
+    return {.key = r.text(0), .waiters = r.integer(1), .oldest_wait = std::chrono::milliseconds(r.integer(2))};
+}
+
 // A key whose row is locked with no live lease on it: a select_for_update holder has it.
 inline void held_by_row_lock(lock_info& info) {
     info.held = true;

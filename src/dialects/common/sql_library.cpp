@@ -41,13 +41,17 @@ sql_library::sql_library(std::string_view dialect, std::string_view prefix) : pr
     // holds no markers of its own.
     std::vector<std::pair<std::string, std::string>> expanded;
     expanded.reserve(statements_.size());
-    for (const auto& [name, text] : statements_)
-        expanded.emplace_back(name, expand_includes(text, [&](std::string_view include) -> std::string_view {
-                                  for (const auto& [n, t] : statements_)
-                                      if (n == include) return t;
-                                  throw std::logic_error("sqlock: sql/" + std::string(dialect) + "/" + name +
-                                                         ".sql includes a missing {{" + std::string(include) + "}}");
-                              }));
+    for (const auto& statement : statements_) {
+        // Not a structured binding: clang before 16 cannot capture one in a lambda.
+        const std::string& name = statement.first;
+        auto fragment = [&](std::string_view include) -> std::string_view {
+            for (const auto& [n, t] : statements_)
+                if (n == include) return t;
+            throw std::logic_error("sqlock: sql/" + std::string(dialect) + "/" + name + ".sql includes a missing {{" +
+                                   std::string(include) + "}}");
+        };
+        expanded.emplace_back(name, expand_includes(statement.second, fragment));
+    }
     statements_ = std::move(expanded);
     std::sort(migrations_.begin(), migrations_.end(),
               [](const migration& a, const migration& b) { return a.version < b.version; });

@@ -396,6 +396,20 @@ public:
         });
     }
 
+    database_gauges gauges(std::size_t queue_limit) override {
+        return guarded("reading gauges", [&] {
+            database_gauges g;
+            auto& ps = prepared("gauges");
+            for_rows(ps, [&](sql::ResultSet& rs) { g = read_gauges(my_row{rs}); });
+            if (queue_limit > 0) {
+                auto& queues = prepared("gauge_queues");
+                bind_all(queues, static_cast<std::int64_t>(queue_limit));
+                for_rows(queues, [&](sql::ResultSet& rs) { g.queues.push_back(read_queue(my_row{rs})); });
+            }
+            return g;
+        });
+    }
+
     fence_result fenced(std::string_view key, std::int64_t token,
                         const std::function<bool(ledger&)>& body) override {
         return guarded("fenced transaction", [&]() -> fence_result {

@@ -278,6 +278,16 @@ public:
         });
     }
 
+    database_gauges gauges(std::size_t queue_limit) override {
+        return guarded("reading gauges", [&] {
+            auto g = read_gauges(pg_row{run("gauges")[0]});
+            if (queue_limit > 0)
+                for (const auto& row : run("gauge_queues", static_cast<std::int64_t>(queue_limit)))
+                    g.queues.push_back(read_queue(pg_row{row}));
+            return g;
+        });
+    }
+
     fence_result fenced(std::string_view key, std::int64_t token,
                         const std::function<bool(ledger&)>& body) override {
         return guarded("fenced transaction", [&]() -> fence_result {

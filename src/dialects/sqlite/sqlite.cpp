@@ -337,6 +337,20 @@ public:
         return info;
     }
 
+    database_gauges gauges(std::size_t queue_limit) override {
+        database_gauges g;
+        {
+            auto q = prepare("gauges");
+            q.step();  // always one row
+            g = read_gauges(q);
+        }
+        if (queue_limit == 0) return g;
+        auto q = prepare("gauge_queues");
+        q.bind(1, static_cast<std::int64_t>(queue_limit));
+        while (q.step()) g.queues.push_back(read_queue(q));
+        return g;
+    }
+
     int schema_version() override {
         try {
             auto q = prepare("schema_version");
