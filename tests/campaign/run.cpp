@@ -112,10 +112,13 @@ bool writable(const std::string& path) { return ::access(path.c_str(), W_OK) == 
 // to burn CPU itself, so the quota runs out and its threads wait for the next
 // period, as a busy application's lock timers would.
 class starvation {
+    // One group per orchestrator: campaigns may run side by side.
+    static std::string group_name() { return "sqlock_campaign_starve_" + std::to_string(::getpid()); }
+
 public:
     starvation(pid_t pid, std::string& how) : pid_(pid) {
         if (writable("/sys/fs/cgroup/cgroup.subtree_control") && fs::exists("/sys/fs/cgroup/cgroup.controllers")) {
-            dir_ = "/sys/fs/cgroup/sqlock_campaign_starve";
+            dir_ = "/sys/fs/cgroup/" + group_name();
             std::error_code ec;
             fs::create_directory(dir_, ec);
             if (put(dir_ + "/cpu.max", "10000 100000") && put(dir_ + "/cgroup.procs", std::to_string(pid))) {
@@ -125,7 +128,7 @@ public:
             }
         }
         if (writable("/sys/fs/cgroup/cpu/cgroup.procs")) {
-            dir_ = "/sys/fs/cgroup/cpu/sqlock_campaign_starve";
+            dir_ = "/sys/fs/cgroup/cpu/" + group_name();
             std::error_code ec;
             fs::create_directory(dir_, ec);
             if (put(dir_ + "/cpu.cfs_period_us", "100000") && put(dir_ + "/cpu.cfs_quota_us", "10000") &&
