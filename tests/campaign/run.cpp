@@ -417,36 +417,34 @@ private:
             e["m1"] = mono_ns();
             e["rt1"] = real_ns();
         };
+        // A client in state `s` to apply the fault to, recorded in the event;
+        // none: the trial is skipped and says why.
+        auto victim_in = [&](board::state s, const char* none) -> std::optional<int> {
+            auto slot = pick(s);
+            if (slot)
+                e["victim"] = victim(*slot);
+            else
+                e["skipped"] = none;
+            return slot;
+        };
         if (f == "kill_holder" || f == "kill_waiter") {
-            auto slot = pick(f == "kill_holder" ? board::holding : board::waiting);
-            if (!slot) {
-                e["skipped"] = "no client in that state";
-                return e;
-            }
-            e["victim"] = victim(*slot);
+            auto slot = victim_in(f == "kill_holder" ? board::holding : board::waiting, "no client in that state");
+            if (!slot) return e;
             begin();
             ::kill(procs_[*slot].pid, SIGKILL);
             end();
             kill_and_replace(*slot);
         } else if (f == "stop_holder") {
-            auto slot = pick(board::holding);
-            if (!slot) {
-                e["skipped"] = "no holder";
-                return e;
-            }
-            e["victim"] = victim(*slot);
+            auto slot = victim_in(board::holding, "no holder");
+            if (!slot) return e;
             begin();
             ::kill(procs_[*slot].pid, SIGSTOP);
             sleep_ms(lease * 3 / 2);
             ::kill(procs_[*slot].pid, SIGCONT);
             end();
         } else if (f == "starve_holder") {
-            auto slot = pick(board::holding);
-            if (!slot) {
-                e["skipped"] = "no holder";
-                return e;
-            }
-            e["victim"] = victim(*slot);
+            auto slot = victim_in(board::holding, "no holder");
+            if (!slot) return e;
             std::string how;
             begin();
             {

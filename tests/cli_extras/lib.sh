@@ -1,7 +1,7 @@
 # shellcheck shell=bash
-# Shared by man_page.sh and completion.sh: what `sqlock --help` says the
+# Shared by man_page.sh and completion.sh — what `sqlock --help` says the
 # command line has, the one source both the man page and the completion are
-# checked against.
+# checked against — and, for fail and skip, by tests/package/deb.sh.
 
 fail() {
   echo "$TEST: FAILED: $*" >&2

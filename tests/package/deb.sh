@@ -15,15 +15,10 @@
 set -euo pipefail
 
 TEST=package.deb
+# fail and skip
+# shellcheck source=tests/cli_extras/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../cli_extras/lib.sh"
 say() { echo "$TEST: $*"; }
-fail() {
-  echo "$TEST: FAILED: $*" >&2
-  exit 1
-}
-skip() {
-  echo "$TEST: SKIPPED: $*"
-  exit 77
-}
 
 (($# == 3)) || fail "usage: deb.sh <source dir> <build dir> <scratch dir>"
 SOURCE_DIR=$(realpath "$1")
