@@ -1121,6 +1121,10 @@ TEST_CASE("command-line durations") {
     for (std::chrono::milliseconds d : {0ms, 250ms, 1000ms, 5400000ms, 3600001ms, 86400001ms})
         CHECK(parse_duration(format_duration(d)) == d);
     CHECK(format_duration(90min) == "1h30m");
+    // The extremes (the duration fuzzer's find: negating the most negative
+    // count overflowed, and the old code printed "-").
+    CHECK(format_duration(std::chrono::milliseconds::max()) == "106751991167d7h12m55s807ms");
+    CHECK(format_duration(std::chrono::milliseconds::min()) == "-106751991167d7h12m55s808ms");
 }
 
 }  // TEST_SUITE("unit")
