@@ -186,8 +186,9 @@ std::string lock_row_sql(const test::backend_base& db, const std::string& key) {
         replace_all("$2::bigint", no_ticket);
         replace_all("$3::bigint", "(" + not_fair + ")");
     } else {
-        // ? key, ? key, ? priority, ? priority, ? ticket
-        for (const auto& value : {quoted, quoted, "(" + not_fair + ")", "(" + not_fair + ")", no_ticket})
+        // ? key, ? key, ? priority, ? priority, ? ticket, ? priority, ? ticket
+        for (const auto& value : {quoted, quoted, "(" + not_fair + ")", "(" + not_fair + ")", no_ticket,
+                                  "(" + not_fair + ")", no_ticket})
             sql.replace(sql.find('?'), 1, value);
     }
     return sql;

@@ -1,8 +1,9 @@
--- select_for_update: ? key, ? key, ? priority, ? priority, ? ticket. Runs
+-- select_for_update: ? key, ? key, ? priority, ? priority, ? ticket,
+-- ? priority, ? ticket. Runs
 -- inside the holder's transaction; one matched row means the row is ours.
 --
 -- The row is locked only when it is free: no committed lease is live on it
--- and no live fair waiter is ahead. An UPDATE, not SELECT ... FOR UPDATE:
+-- and no live waiter is ahead (as in migrations/mysql/0005_no_barging.sql). An UPDATE, not SELECT ... FOR UPDATE:
 -- under READ COMMITTED an UPDATE lets go of a row its WHERE rejects at once,
 -- while a locking SELECT keeps it, so a requester stalled before its ROLLBACK
 -- would keep a lease holder's renewals waiting. A lock wait of 0 makes a row
@@ -11,5 +12,7 @@ SET STATEMENT innodb_lock_wait_timeout = 0 FOR
 UPDATE sqlock_locks SET expires_at = expires_at
  WHERE lock_key = ? AND (owner IS NULL OR expires_at <= UTC_TIMESTAMP(6))
    AND NOT EXISTS (SELECT 1 FROM sqlock_waiters w
-                    WHERE w.lock_key = ? AND w.fair AND w.expires_at > UTC_TIMESTAMP(6)
-                      AND (w.priority > ? OR (w.priority = ? AND w.ticket < ?)))
+                    WHERE w.lock_key = ? AND w.expires_at > UTC_TIMESTAMP(6)
+                      AND IF(w.fair, w.priority > ? OR (w.priority = ? AND w.ticket < ?),
+                             ? = -9223372036854775808 AND w.ticket < ?
+                             AND w.enqueued_at <= UTC_TIMESTAMP(6) - INTERVAL 20000 MICROSECOND))

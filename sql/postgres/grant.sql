@@ -2,9 +2,13 @@
 -- $5 holder, $6 note, $7 the requester's waiter ticket (max bigint: none),
 -- $8 its priority (min bigint: not fair, so every live fair waiter is ahead).
 --
--- The key is granted only when no live fair waiter is ahead of the requester
--- (higher priority, then lower ticket) and the lock row is free, expired or
--- its own. The upsert keeps the lock row locked until commit, so the fence
+-- The key is granted only when no live waiter is ahead of the requester and
+-- the lock row is free, expired or its own. Ahead: a fair waiter of higher
+-- priority, or of the same priority with a lower ticket; and, for a request
+-- that is not fair, also a waiter that is not fair either, has a lower ticket
+-- and has waited 20 ms or more (no barging past a queue: the releaser cannot
+-- re-win the key over waiters that were already waiting; a waiter that has
+-- only just queued may still be passed, which keeps handoffs cheap). The upsert keeps the lock row locked until commit, so the fence
 -- bump that follows in the same statement happens after exclusion is
 -- established; no token is drawn (or burnt) by an attempt that loses. A
 -- granted waiter leaves the queue in the same statement. remaining_ms reads
@@ -13,8 +17,11 @@ WITH granted AS (
     INSERT INTO sqlock_locks AS l (lock_key, owner, mode, expires_at, acquired_at, holder, note)
     SELECT $1, $2, $3, clock_timestamp() + $4::bigint * interval '1 millisecond', clock_timestamp(), $5, $6
      WHERE NOT EXISTS (SELECT 1 FROM sqlock_waiters w
-                        WHERE w.lock_key = $1 AND w.fair AND w.expires_at > clock_timestamp()
-                          AND (w.priority > $8::bigint OR (w.priority = $8::bigint AND w.ticket < $7::bigint)))
+                        WHERE w.lock_key = $1 AND w.expires_at > clock_timestamp()
+                          AND CASE WHEN w.fair
+                                   THEN w.priority > $8::bigint OR (w.priority = $8::bigint AND w.ticket < $7::bigint)
+                                   ELSE $8::bigint = -9223372036854775808 AND w.ticket < $7::bigint
+                                        AND w.enqueued_at <= clock_timestamp() - interval '20 milliseconds' END)
     ON CONFLICT (lock_key) DO UPDATE
        SET owner = EXCLUDED.owner, mode = EXCLUDED.mode, expires_at = EXCLUDED.expires_at,
            acquired_at = EXCLUDED.acquired_at, holder = EXCLUDED.holder, note = EXCLUDED.note

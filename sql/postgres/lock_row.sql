@@ -2,7 +2,7 @@
 -- (min bigint: not fair). Runs inside the holder's transaction.
 --
 -- The row is locked only when it is free: no committed lease is live on it
--- and no live fair waiter is ahead. A lease-held row is read, never locked,
+-- and no live waiter is ahead (as in grant.sql). A lease-held row is read, never locked,
 -- so that a requester stalled before its ROLLBACK (a pause, a slow network)
 -- cannot keep the holder's renewals waiting. NOWAIT turns a row another
 -- transaction has locked into SQLSTATE 55P03 at once.
@@ -17,6 +17,9 @@ SELECT r.lock_key IS NOT NULL AS present,
        SELECT l.lock_key FROM sqlock_locks l
         WHERE l.lock_key = $1 AND (l.owner IS NULL OR l.expires_at <= clock_timestamp())
           AND NOT EXISTS (SELECT 1 FROM sqlock_waiters w
-                           WHERE w.lock_key = $1 AND w.fair AND w.expires_at > clock_timestamp()
-                             AND (w.priority > $3::bigint OR (w.priority = $3::bigint AND w.ticket < $2::bigint)))
+                           WHERE w.lock_key = $1 AND w.expires_at > clock_timestamp()
+                             AND CASE WHEN w.fair
+                                      THEN w.priority > $3::bigint OR (w.priority = $3::bigint AND w.ticket < $2::bigint)
+                                      ELSE $3::bigint = -9223372036854775808 AND w.ticket < $2::bigint
+                                           AND w.enqueued_at <= clock_timestamp() - interval '20 milliseconds' END)
           FOR UPDATE OF l NOWAIT) AS locked ON true

@@ -1,7 +1,9 @@
 // Acquisition: one try (try_grant), and the wait for a busy key (acquire):
-// jittered exponential backoff bounded by the holder's remaining lease, a
-// ticket in the wait queue for fair waiters (and for every waiter where the
-// database can wake them), and wake-ups from releases in this process.
+// a ticket in the wait queue for every waiter (fair ones wait their turn; the
+// others cannot be passed by a releaser once they have waited 20 ms), wake-ups
+// from releases (in this process directly, from other processes through the
+// dialect's doorbell), and jittered exponential backoff bounded by the
+// holder's remaining lease for when no wake-up comes.
 
 #include "core/client_impl.hpp"
 #include "core/row_lock.hpp"
@@ -75,7 +77,8 @@ client_impl::attempt client_impl::try_grant(std::string_view key, const lock_opt
     auto g = new_grant(key, options);
     attempt out;
     const std::int64_t sent = lease_now_ns();
-    // Not fair: every live fair waiter is ahead. Fair without a ticket yet:
+    // Not fair: every live fair waiter is ahead, and every waiter that is not
+    // fair and has waited 20 ms (sql/*/grant.sql). Fair without a ticket yet:
     // waiters of the same or higher priority are ahead.
     const std::int64_t priority = options.fair ? options.priority : not_fair;
     if (options.mode == mode::select_for_update) {
@@ -132,13 +135,14 @@ std::shared_ptr<grant> client_impl::acquire(std::string_view key, std::chrono::m
     const bool forever =
         timeout >= std::chrono::floor<std::chrono::milliseconds>(std::chrono::steady_clock::time_point::max() - start);
     const auto deadline = forever ? std::chrono::steady_clock::time_point::max() : start + timeout;
-    // Fair waiters queue. Where releases wake waiters through the database,
-    // every waiter does, so that the head of the queue is woken.
+    // Every waiter queues: a fair one for its turn, the others so that a
+    // releaser cannot re-win the key over them once they have waited a little
+    // (the grant statements: no barging), and so that a release can wake the
+    // head of the queue where the database carries wake-ups.
     const bool wake_ups = dialect_->capabilities().wake_ups;
-    const bool queues = options.fair || wake_ups;
-    // Without notifications a queued waiter polls; its backoff stays short so
-    // that handoffs to it stay prompt.
-    const std::int64_t max_backoff_ms = queues && !wake_ups ? 250 : 1000;
+    // Without wake-ups a queued waiter polls; its backoff stays short so that
+    // handoffs to it stay prompt.
+    const std::int64_t max_backoff_ms = wake_ups ? 1000 : 250;
     std::stop_callback on_cancel(options.cancel, [] { wakeups::notify(); });
     thread_local std::minstd_rand jitter(std::random_device{}());
     std::shared_ptr<ticket_timing> queued;
@@ -197,7 +201,7 @@ std::shared_ptr<grant> client_impl::acquire(std::string_view key, std::chrono::m
                                     std::string(key) + "'");
             if (options.cancel.stop_requested())
                 throw cancelled_error("acquire of '" + std::string(key) + "' was cancelled");
-            if (queues && (!queued || queued->gone.load())) {
+            if (!queued || queued->gone.load()) {
                 // Take a ticket (again, if our row expired: others may have
                 // passed it) and try at once: the key may have been freed
                 // while we queued.

@@ -169,7 +169,7 @@ void client_impl::release(grant& g) {
     try {
         if (g.row_lock) {
             // A lost lease's connection died or misbehaved: never pool it.
-            if (!g.row_lock->release(!g.lost.load())) signal_lost(g, loss_cause::connection_lost);
+            if (!g.row_lock->release(g.key, !g.lost.load())) signal_lost(g, loss_cause::connection_lost);
         } else if (!pool_.with_session([&](session& s) { return s.release(g.key, g.owner, g.mode); })) {
             signal_lost(g, loss_cause::not_held);  // it had been taken over before this release
         }

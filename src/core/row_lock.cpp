@@ -118,7 +118,7 @@ row_lock_holder::verdict row_lock_holder::check(std::string_view key, std::int64
     return v;
 }
 
-bool row_lock_holder::release(bool healthy) {
+bool row_lock_holder::release(std::string_view key, bool healthy) {
     std::unique_ptr<session> pinned;
     {
         std::unique_lock lock(mu_);
@@ -132,6 +132,11 @@ bool row_lock_holder::release(bool healthy) {
         // The server ended (or will end) the transaction with the connection,
         // which is dropped here: the row lock is gone either way.
         return false;
+    }
+    try {
+        row_locks_of(*pinned).wake_next(key);
+    } catch (const error&) {
+        // Only a hint: the waiters poll. The row lock has ended all the same.
     }
     if (healthy) pool_.put_back(std::move(pinned));
     return true;

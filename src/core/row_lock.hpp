@@ -49,10 +49,11 @@ public:
     enum class verdict { held, lost, forced, skipped };
     verdict check(std::string_view key, std::int64_t token, std::chrono::milliseconds bound, bool wait);
 
-    // Ends the hold (rolls the transaction back), after any check under way.
-    // healthy: the connection may go back to the pool. False when ending it
-    // failed (the connection died: the row lock went with it).
-    bool release(bool healthy);
+    // Ends the hold of `key` (rolls the transaction back), after any check
+    // under way, then wakes the head of the key's queue (a rollback carries
+    // no wake-up). healthy: the connection may go back to the pool. False
+    // when ending it failed (the connection died: the row lock went with it).
+    bool release(std::string_view key, bool healthy);
 
 private:
     // Borrows the pinned session; null when gone or (without wait) busy.

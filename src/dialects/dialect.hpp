@@ -146,6 +146,9 @@ public:
                              std::int64_t priority) = 0;
     // Ends the transaction opened by lock_row (rolling it back).
     virtual void end_row_lock() = 0;
+    // Wakes the client whose live waiter heads the key's queue, as a release
+    // of a lease does (end_row_lock's rollback cannot carry it).
+    virtual void wake_next(std::string_view key) = 0;
     // Creates the key's row (free) if it does not exist yet.
     virtual void ensure_row(std::string_view key) = 0;
     // Bumps and returns the key's fencing counter, marking it as held by a row

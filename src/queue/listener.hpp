@@ -1,7 +1,9 @@
 #pragma once
-// The client's wake-up listener: one connection LISTENing on the client's
-// channel (PostgreSQL), on a thread of its own. A release NOTIFYs the channel
-// of the client whose waiter heads the key's queue; the listener then wakes
+// The client's wake-up listener: the dialect's notifier for the client's
+// channel (a connection LISTENing on PostgreSQL, a connection in an
+// interruptible SLEEP on MariaDB, a datagram socket for SQLite), on a thread
+// of its own. A release rings the channel of the client whose waiter heads
+// the key's queue; the listener then wakes
 // this process's waiters (wakeups::notify). It rebuilds a lost connection
 // and, after a rebuild, wakes everyone (notifications may have been missed).
 // RAII: started by the constructor, stopped and joined by the destructor.

@@ -4,6 +4,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 namespace sqlock::detail {
 
 wait_queue::wait_queue(dialect& d, session_pool& pool, watchdog& dog, spdlog::logger& log, counters c,
@@ -20,7 +22,11 @@ std::shared_ptr<ticket_timing> wait_queue::enqueue(std::string_view key, const l
             listener_ = std::make_unique<listener>(dialect_, channel_, log_, counters_.wakeups);
         });
     auto w = std::make_shared<ticket_timing>();
-    w->lease_ms = options.lease.count();
+    // A ticket is a lease of its own, heartbeated like one, but no longer
+    // than 5 s whatever the lock's lease: a frozen or partitioned waiter
+    // holds up the waiters behind it (and, since nobody may barge past it,
+    // the key) only until its row expires.
+    w->lease_ms = std::min<std::int64_t>(options.lease.count(), max_ticket_lease_ms);
     w->interval_ns = std::max<std::int64_t>(w->lease_ms / 3, 1) * 1'000'000;
     const waiter_request request{key,         owner, options.fair, options.fair ? options.priority : 0,
                                  w->lease_ms, wake_ups ? std::string_view(channel_) : std::string_view(), holder};

@@ -3,9 +3,11 @@
 // wait takes a ticket (a row in <prefix>waiters), which the watchdog
 // heartbeats like a lease until the acquisition is granted, gives up, or
 // dies. Fair acquisitions are served by priority, then ticket; a crashed
-// waiter's row expires and stops counting. Where the database can notify
-// (PostgreSQL), a listener wakes this process's waiters when a release names
-// this client's channel.
+// waiter's row expires and stops counting. Every blocking acquisition queues,
+// fair or not (those that are not fair cannot be passed by a releaser once
+// they have waited 20 ms). Where the dialect has wake-ups (PostgreSQL NOTIFY,
+// MariaDB's doorbell, SQLite's datagram socket), a listener wakes this
+// process's waiters when a release names this client's channel.
 
 #include "pool/pool.hpp"
 #include "dialects/dialect.hpp"
@@ -28,6 +30,9 @@ class logger;
 }
 
 namespace sqlock::detail {
+
+// The longest lease of a waiter's row (see wait_queue::enqueue).
+inline constexpr std::int64_t max_ticket_lease_ms = 5000;
 
 class wait_queue {
 public:

@@ -18,6 +18,8 @@
 #include <cppconn/resultset.h>
 #include <cppconn/statement.h>
 
+#include <atomic>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -37,6 +39,7 @@ constexpr int er_lock_deadlock = 1213;
 constexpr int er_no_such_table = 1146;
 constexpr int er_signal_exception = 1644;   // SIGNAL SQLSTATE '45000' (the fence)
 constexpr int er_statement_timeout = 1969;  // max_statement_time exceeded
+constexpr int er_query_interrupted = 1317;  // KILL QUERY: the doorbell rang
 
 // How long migrate() waits for a concurrent migrate() to finish.
 constexpr std::chrono::seconds migrate_wait{120};
@@ -150,7 +153,8 @@ public:
         // not ours any more.
         return guarded("release", [&] {
             try {
-                return update(m == mode::unique_insert ? "release_delete" : "release_clear", key, owner) == 1;
+                // A CALL (migrations/mysql/0005_wake_ups.sql): it also wakes the next waiter.
+                return scalar("release", key, owner, m == mode::unique_insert).value_or(0) == 1;
             } catch (const sql::SQLException& e) {
                 if (e.getErrorCode() == er_lock_wait_timeout) return false;
                 throw;
@@ -278,7 +282,7 @@ public:
             }
             begin();
             try {
-                if (update("lock_row", key, key, priority, priority, ticket) == 1) return {state::locked, std::nullopt};
+                if (update("lock_row", key, key, priority, priority, ticket, priority, ticket) == 1) return {state::locked, std::nullopt};
             } catch (const sql::SQLException& e) {
                 if (!is_contention(e.getErrorCode())) throw;
                 rollback();
@@ -296,6 +300,10 @@ public:
             rollback();
             return out;
         });
+    }
+
+    void wake_next(std::string_view key) override {
+        guarded("wake_next", [&] { update("wake_next", key); });
     }
 
     void end_row_lock() override {
@@ -512,6 +520,42 @@ public:
         });
     }
 
+    // The waiting side of the doorbell (migrations/mysql/0005_wake_ups.sql):
+    // sleeps up to `timeout` in a statement that names `channel`, which a
+    // release interrupts when this client's waiter heads the queue. True when
+    // interrupted. Not counted as a statement of any operation: it runs on the
+    // listener's own connection, in the background.
+    bool doze(const std::string& channel, std::chrono::milliseconds timeout) {
+        char seconds[32];
+        std::snprintf(seconds, sizeof seconds, "%.3f", static_cast<double>(timeout.count()) / 1000.0);
+        // The release procedure matches this text: keep the two in step. The
+        // channel is the client's own (prefix and hex), checked here anyway
+        // because it is written into the statement.
+        for (char c : channel)
+            if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'))
+                throw config_error("wake-up channel '" + channel + "' is not [a-z0-9_]*");
+        const std::string text = std::string("SELECT SLEEP(") + seconds + "), '" + channel + "'";
+        try {
+            std::unique_ptr<sql::ResultSet> rs(stmt_->executeQuery(text));
+            return rs->next() && rs->getInt(1) == 1;  // SLEEP() answers 1 when interrupted
+        } catch (const sql::SQLException& e) {
+            if (e.getErrorCode() == er_query_interrupted) return true;
+            throw connection_error(std::string("MySQL wake-up listener failed: ") + e.what() + " (error " +
+                                   std::to_string(e.getErrorCode()) + ")");
+        }
+    }
+
+    // Whether this server is a Galera node (wsrep_on): its thread ids and
+    // GET_LOCK names are per node. MySQL has no such variable.
+    bool galera() {
+        try {
+            std::unique_ptr<sql::ResultSet> rs(stmt_->executeQuery("SELECT @@wsrep_on"));
+            return rs->next() && rs->getInt(1) == 1;
+        } catch (const sql::SQLException&) {
+            return false;
+        }
+    }
+
 private:
     class my_ledger final : public ledger {
     public:
@@ -644,10 +688,23 @@ private:
     int pinned_for_s_ = 0;  // idle_transaction_timeout in force
 };
 
+class my_notifier final : public notifier {
+public:
+    my_notifier(const my_setup& setup, std::string channel) : session_(setup), channel_(std::move(channel)) {}
+    bool wait(std::chrono::milliseconds timeout) override { return session_.doze(channel_, timeout); }
+
+private:
+    my_session session_;
+    std::string channel_;
+};
+
 class my_dialect final : public dialect {
 public:
     explicit my_dialect(const dialect_context& ctx)
-        : dialect(dialect_name, ctx.options.table_prefix), setup_{ctx, sql(), parse_mysql_url(ctx.url)} {
+        : dialect(dialect_name, ctx.options.table_prefix),
+          setup_{ctx, sql(), parse_mysql_url(ctx.url)},
+          quiet_ctx_(uncounted(ctx)),
+          listener_setup_{quiet_ctx_, sql(), setup_.target} {
         // MySQL/MariaDB have no per-session equivalent of PostgreSQL's
         // synchronous_commit: innodb_flush_log_at_trx_commit and sync_binlog
         // are global (SET SESSION fails with error 1229), and setting them
@@ -659,14 +716,38 @@ public:
                 "every database on it, or use strict durability");
     }
     client_capabilities capabilities() const override {
-        return {.row_locks = true, .wake_ups = false, .sql_fence = true, .relaxed_durability = false, .embedded = false};
+        return {.row_locks = true,
+                .wake_ups = !galera_.load(std::memory_order_relaxed),
+                .sql_fence = true,
+                .relaxed_durability = false,
+                .embedded = false};
     }
-    std::unique_ptr<session> connect() override { return std::make_unique<my_session>(setup_); }
-    std::unique_ptr<notifier> listen(const std::string&) override { return nullptr; }
+    std::unique_ptr<session> connect() override {
+        auto s = std::make_unique<my_session>(setup_);
+        // The first connection tells whether this is Galera: there the
+        // doorbell cannot reach a waiter on another node, so waiters poll.
+        std::call_once(probed_, [&] { galera_ = s->galera(); });
+        return s;
+    }
+    std::unique_ptr<notifier> listen(const std::string& channel) override {
+        return std::make_unique<my_notifier>(listener_setup_, channel);
+    }
     std::string fence_sql() const override { return "SELECT " + sql().prefix() + "assert_held(?, ?)"; }
 
 private:
+    static dialect_context uncounted(const dialect_context& ctx) {
+        dialect_context out = ctx;
+        out.statements = nullptr;
+        return out;
+    }
+
     my_setup setup_;
+    // The listener's connection: its statements belong to no operation, so
+    // they are not counted (as PostgreSQL's LISTEN connection's are not).
+    dialect_context quiet_ctx_;
+    my_setup listener_setup_;
+    std::once_flag probed_;
+    std::atomic<bool> galera_{false};
 };
 
 }  // namespace

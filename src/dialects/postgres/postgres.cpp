@@ -206,6 +206,10 @@ public:
         });
     }
 
+    void wake_next(std::string_view key) override {
+        guarded("wake_next", [&] { run("wake_next", key); });
+    }
+
     void ensure_row(std::string_view key) override {
         guarded("ensure_row", [&] { run("ensure_row", key); });
     }

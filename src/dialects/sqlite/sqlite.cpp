@@ -5,6 +5,7 @@
 #include "dialects/common/fault.hpp"
 #include "dialects/common/sql_library.hpp"
 #include "dialects/dialect.hpp"
+#include "dialects/sqlite/doorbell.hpp"
 #include "dialects/sqlite/sqlite_url.hpp"
 
 #include <sqlock/errors.hpp>
@@ -233,7 +234,15 @@ public:
     }
 
     bool release(std::string_view key, std::string_view owner, sqlock::mode m) override {
-        return update(m == mode::unique_insert ? "release_delete" : "release_clear", key, owner) == 1;
+        std::optional<std::string> wake;  // the head waiter's channel, when released
+        {
+            auto q = prepare(m == mode::unique_insert ? "release_delete" : "release_clear");
+            q.bind(1, key).bind(2, owner);
+            if (q.step()) wake = q.null(0) ? std::string() : q.text(0);
+            q.run();
+        }  // committed (autocommit) and this process's write turn given back
+        if (wake && !wake->empty()) ring_sqlite_doorbell(*wake);
+        return wake.has_value();
     }
 
     renew_result renew(std::string_view key, std::string_view owner, std::int64_t lease_ms, bool) override {
@@ -523,12 +532,14 @@ public:
           ctx_(ctx),
           writers_(write_queue_for(path_)) {}
     client_capabilities capabilities() const override {
-        return {.row_locks = false, .wake_ups = false, .sql_fence = false, .relaxed_durability = true, .embedded = true};
+        return {.row_locks = false, .wake_ups = true, .sql_fence = false, .relaxed_durability = true, .embedded = true};
     }
     std::unique_ptr<session> connect() override {
         return std::make_unique<sqlite_session>(path_, ctx_, sql(), writers_);
     }
-    std::unique_ptr<notifier> listen(const std::string&) override { return nullptr; }
+    std::unique_ptr<notifier> listen(const std::string& channel) override {
+        return std::make_unique<sqlite_doorbell>(channel);
+    }
     std::string fence_sql() const override {
         throw config_error("SQLite has no stored functions: fence a write with sqlock::sqlite::fence (sqlock/sqlite.hpp)");
     }
