@@ -144,7 +144,7 @@ public:
           mode_(c.mode),
           lease_ms_(s.lease.count()) {
         setup(main_);
-        for (const char* name : {"grant", "release_delete", "release_clear", "lock_row", "lock_row_state", "renew"})
+        for (const char* name : {"grant", "release", "lock_row", "lock_row_state", "renew"})
             main_.prepare(name, sql_.get(name));
         if (mode_ == "select_for_update") {
             second_.emplace(t.mysql, statements_);
@@ -178,11 +178,19 @@ public:
         }
         auto it = held_.find(key);
         if (it == held_.end()) failure("raw: unlock of '" + key + "', which is not held");
-        auto& release = main_.ps(mode_ == "unique_insert" ? "release_delete" : "release_clear");
+        // A CALL (migrations/mysql/0005_wake_ups.sql): its row, then its status.
+        auto& release = main_.ps("release");
         release.setString(1, key);
         release.setString(2, it->second);
+        release.setBoolean(3, mode_ == "unique_insert");
         held_.erase(it);
-        if (release.executeUpdate() != 1) failure("raw release did not find '" + key + "'");
+        bool released = false;
+        {
+            std::unique_ptr<sql::ResultSet> rs(release.executeQuery());
+            released = rs->next() && rs->getInt(1) == 1;
+        }
+        while (release.getMoreResults()) std::unique_ptr<sql::ResultSet> more(release.getResultSet());
+        if (!released) failure("raw release did not find '" + key + "'");
     }
 
     bool renew(const std::string& key) override {
@@ -229,7 +237,7 @@ private:
     bool lock_row(const std::string& key) {
         for (int attempt = 0; attempt < 2; ++attempt) {
             main_.exec("START TRANSACTION");
-            auto& lock = bound(main_.ps("lock_row"), key, key, not_fair, not_fair, no_ticket);
+            auto& lock = bound(main_.ps("lock_row"), key, key, not_fair, not_fair, no_ticket, not_fair, no_ticket);
             try {
                 if (lock.executeUpdate() == 1) {
                     token_ = bump(*second_, key);
