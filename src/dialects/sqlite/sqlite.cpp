@@ -17,6 +17,7 @@
 #include <ctime>
 
 #include <condition_variable>
+#include <deque>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -65,21 +66,37 @@ class write_queue {
 public:
     void lock() {
         std::unique_lock l(mu_);
-        const std::uint64_t mine = next_++;
-        cv_.wait(l, [&] { return serving_ == mine; });
-    }
-    void unlock() {
-        {
-            std::lock_guard l(mu_);
-            ++serving_;
+        if (!busy_) {
+            busy_ = true;
+            return;
         }
-        cv_.notify_all();
+        waiter me;
+        waiting_.push_back(&me);
+        me.cv.wait(l, [&] { return me.turn; });
+    }
+    // Hands the turn to the longest waiting writer, waking only that one (a
+    // broadcast woke every queued thread at every statement: with 32 writing
+    // threads, most of the queue's cost).
+    void unlock() {
+        std::lock_guard l(mu_);
+        if (waiting_.empty()) {
+            busy_ = false;
+            return;
+        }
+        waiter* next = waiting_.front();
+        waiting_.pop_front();
+        next->turn = true;
+        next->cv.notify_one();  // under the mutex: `next` lives on its thread's stack until it sees its turn
     }
 
 private:
+    struct waiter {
+        std::condition_variable cv;
+        bool turn = false;
+    };
     std::mutex mu_;
-    std::condition_variable cv_;
-    std::uint64_t next_ = 0, serving_ = 0;
+    bool busy_ = false;
+    std::deque<waiter*> waiting_;
 };
 
 // One queue per database file in this process, shared by every client of it.
