@@ -23,7 +23,8 @@
 //       `counter` in unique_insert mode with a 400 ms auto-renewed lease and
 //       the sweeper running every 20 ms; before each turn it also takes three
 //       junk keys with a 50 ms fixed lease and abandons them. Then waits
-//       100 ms, prints "done N" and "swept S" (its rows_swept), and exits
+//       100 ms, prints "done N", "swept S" (its rows_swept) and "tickets T"
+//       (wait-queue tickets it took, whose rows a sweeper may delete), and exits
 //       without releasing the junk, as a crashed process would.
 //   fair URL PREFIX KEY PRIORITY LEASE_MS ID FILE
 //       acquire KEY fairly (waiting up to 60 s), append ID to FILE while
@@ -255,6 +256,7 @@ int churn(char** argv) {
     std::this_thread::sleep_for(100ms);
     say("done " + std::to_string(iterations));
     say("swept " + std::to_string(db.stats().rows_swept));
+    say("tickets " + std::to_string(db.stats().waits));
     std::fflush(nullptr);
     // Leave like a crashed process: no destructor releases the junk.
     std::_Exit(0);

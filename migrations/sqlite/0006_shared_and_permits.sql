@@ -6,6 +6,9 @@
 -- reads and writes are one serial step.
 
 -- What a waiter waits for: 'X' exclusive, 'S' shared, 'P' a permit.
+-- SQLite has no ADD COLUMN IF NOT EXISTS: sqlock's migrate() passes over this
+-- statement when the column exists (by hand, ignore its "duplicate column
+-- name" error in that case).
 ALTER TABLE sqlock_waiters ADD COLUMN kind TEXT NOT NULL DEFAULT 'X';
 
 -- One row per shared holder ('S') and per semaphore permit ('P').

@@ -13,6 +13,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <ctime>
 
 #include <condition_variable>
@@ -448,10 +449,44 @@ public:
         write_transaction([&] {
             const int current = schema_version();
             for (const auto& m : sql_.migrations())
-                if (m.version > current) exec(m.text);
+                if (m.version > current) exec_migration(m.text);
             return true;
         });
         cache_clear();
+    }
+
+    // A migration's statements one by one. SQLite's ALTER TABLE ... ADD
+    // COLUMN has no IF NOT EXISTS: one whose column exists already (the
+    // version table was reset, or the migration was applied by hand without
+    // recording it) is passed over, so that every migration is idempotent.
+    void exec_migration(const std::string& text) {
+        const char* rest = text.c_str();
+        while (*rest) {
+            sqlite3_stmt* st = nullptr;
+            const char* tail = nullptr;
+            int rc = sqlite3_prepare_v2(db_, rest, -1, &st, &tail);
+            const char* start = rest;
+            rest = tail && tail > rest ? tail : rest + std::strlen(rest);
+            if (rc != SQLITE_OK) {
+                // A statement that fails to prepare leaves tail where parsing
+                // stopped: go on after its terminating semicolon.
+                const char* end = std::strchr(tail && tail > start ? tail : start, ';');
+                rest = end ? end + 1 : start + std::strlen(start);
+            }
+            if (rc == SQLITE_OK && st) {
+                if (ctx_.statements) ++*ctx_.statements;
+                while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                }
+                sqlite3_finalize(st);
+                if (rc == SQLITE_DONE) continue;
+            } else if (!st && rc == SQLITE_OK) {
+                continue;  // only comments or white space
+            }
+            const std::string msg = sqlite3_errmsg(db_);
+            if (msg.find("duplicate column name") != std::string::npos) continue;
+            if (msg.find("no such table") != std::string::npos) throw_schema_missing("the SQLite database", msg);
+            throw db_error(dialect_name, std::to_string(sqlite3_extended_errcode(db_)), "sqlite migration: " + msg);
+        }
     }
 
     fence_result fenced(std::string_view key, std::int64_t token,
