@@ -177,7 +177,7 @@ public:
     // until fewer than the new limit are live.
     void set_permits(std::string_view name, std::int64_t permits);
     // Live shared holders and permits whose key (or semaphore name) starts
-    // with `prefix`: shared holders first, then permits, each by key.
+    // with `prefix`: permits first, then shared holders, each by key.
     std::vector<holder_info> holders(std::string_view prefix = {}, std::size_t limit = 1000);
 
     // Reads the key's state without changing it.
