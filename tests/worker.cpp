@@ -23,7 +23,8 @@
 //       `counter` in unique_insert mode with a 400 ms auto-renewed lease and
 //       the sweeper running every 20 ms; before each turn it also takes three
 //       junk keys with a 50 ms fixed lease and abandons them. Then waits
-//       100 ms, prints "done N" and "swept S" (its rows_swept), and exits
+//       100 ms, prints "done N", "swept S" (its rows_swept) and "tickets T"
+//       (wait-queue tickets it took, whose rows a sweeper may delete), and exits
 //       without releasing the junk, as a crashed process would.
 //   fair URL PREFIX KEY PRIORITY LEASE_MS ID FILE
 //       acquire KEY fairly (waiting up to 60 s), append ID to FILE while
@@ -42,6 +43,17 @@
 //       the run's lease ("fenced ok" / "fenced rejected") and
 //       ('unfenced', TOKEN) without a fence ("unfenced ok"). Then prints
 //       "outcome STATUS".
+//   rw URL PREFIX KEY ITERATIONS WRITE_EVERY HOLD_US LOG
+//       ITERATIONS times: every WRITE_EVERY-th turn (0: never) acquire KEY
+//       exclusively, else shared (each waiting up to 120 s); append "W+" /
+//       "R+" to LOG, stay HOLD_US microseconds (a random part of it for
+//       writers), append "W-" / "R-", release. One write(2) per line on an
+//       O_APPEND descriptor, so the lines of every process interleave whole
+//       and in the order they happened. Prints "done N".
+//   sem URL PREFIX NAME PERMITS ITERATIONS HOLD_US LOG
+//       the same with permits of semaphore NAME ("P+" / "P-").
+//   hold-permit URL PREFIX NAME PERMITS LEASE_MS
+//       take a permit (waiting up to 30 s), print "token T", sleep until killed.
 //   hold-write URL MS
 //       SQLite only: take the database's write lock (BEGIN IMMEDIATE), print
 //       "holding", keep it MS milliseconds, commit, print "released".
@@ -244,6 +256,7 @@ int churn(char** argv) {
     std::this_thread::sleep_for(100ms);
     say("done " + std::to_string(iterations));
     say("swept " + std::to_string(db.stats().rows_swept));
+    say("tickets " + std::to_string(db.stats().waits));
     std::fflush(nullptr);
     // Leave like a crashed process: no destructor releases the junk.
     std::_Exit(0);
@@ -371,6 +384,76 @@ int hold_write(char** argv) {
     return 0;
 }
 
+// Appends one line to an O_APPEND log in one write(2).
+class event_log {
+public:
+    explicit event_log(const std::string& path) : fd_(::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT, 0644)) {
+        if (fd_ < 0) throw std::runtime_error("cannot open " + path);
+    }
+    ~event_log() { ::close(fd_); }
+    void add(const std::string& what) {
+        const std::string line = what + " " + std::to_string(::getpid()) + "\n";
+        if (::write(fd_, line.data(), line.size()) != static_cast<ssize_t>(line.size()))
+            throw std::runtime_error("short write to the event log");
+    }
+
+private:
+    int fd_;
+};
+
+// Holds `lease` for about hold_us while "<tag>+" and "<tag>-" bracket it in the log.
+void inside(event_log& log, const sqlock::lease& lease, const std::string& tag, long hold_us) {
+    lease.check();
+    log.add(tag + "+");
+    std::this_thread::sleep_for(std::chrono::microseconds(hold_us));
+    log.add(tag + "-");
+    lease.check();
+}
+
+int rw(char** argv) {
+    auto db = open(argv[2], argv[3]);
+    const std::string key = argv[4];
+    const int iterations = std::stoi(argv[5]);
+    const int write_every = std::stoi(argv[6]);
+    const long hold_us = std::stol(argv[7]);
+    event_log log(argv[8]);
+    std::mt19937 rng(std::random_device{}());
+    for (int i = 0; i < iterations; ++i) {
+        if (write_every > 0 && i % write_every == 0) {
+            auto lease = db.acquire(key, 120s);
+            inside(log, lease, "W", static_cast<long>(rng() % static_cast<unsigned long>(hold_us + 1)));
+        } else {
+            auto lease = db.acquire_shared(key, 120s);
+            inside(log, lease, "R", hold_us);
+        }
+    }
+    say("done " + std::to_string(iterations));
+    return 0;
+}
+
+int sem(char** argv) {
+    auto db = open(argv[2], argv[3]);
+    const std::string name = argv[4];
+    const auto permits = std::stoll(argv[5]);
+    const int iterations = std::stoi(argv[6]);
+    const long hold_us = std::stol(argv[7]);
+    event_log log(argv[8]);
+    for (int i = 0; i < iterations; ++i) {
+        auto lease = db.acquire_permit(name, permits, 120s);
+        inside(log, lease, "P", hold_us);
+    }
+    say("done " + std::to_string(iterations));
+    return 0;
+}
+
+int hold_permit(char** argv) {
+    auto db = open(argv[2], argv[3]);
+    auto lease = db.acquire_permit(argv[4], std::stoll(argv[5]), 30s,
+                                   {.lease = std::chrono::milliseconds(std::stoll(argv[6]))});
+    say("token " + std::to_string(lease.token()));
+    for (;;) std::this_thread::sleep_for(1s);
+}
+
 int main(int argc, char** argv) {
     try {
         const std::string cmd = argc > 1 ? argv[1] : "";
@@ -386,6 +469,9 @@ int main(int argc, char** argv) {
         if (cmd == "job-hang" && argc == 8) return job_hang(argv);
         if (cmd == "job-frozen" && argc == 8) return job_frozen(argv);
         if (cmd == "hold-write" && argc == 4) return hold_write(argv);
+        if (cmd == "rw" && argc == 9) return rw(argv);
+        if (cmd == "sem" && argc == 9) return sem(argv);
+        if (cmd == "hold-permit" && argc == 7) return hold_permit(argv);
         std::cerr << "usage: see tests/worker.cpp\n";
         return 64;
     } catch (const std::exception& e) {

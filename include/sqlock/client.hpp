@@ -61,6 +61,18 @@ struct waiter_info {
     std::chrono::milliseconds expires_in{0};   // until its row expires unless heartbeated
 };
 
+// A live shared holder of a key, or a live permit of a semaphore.
+struct holder_info {
+    std::string key;  // the lock's key, or the semaphore's name
+    lease_kind kind = lease_kind::shared;
+    std::string owner;
+    std::int64_t token = 0;
+    std::string holder;  // host:pid:thread
+    std::string note;
+    std::chrono::milliseconds expires_in{0};  // by database time
+    std::int64_t permits = 0;                 // permits: the semaphore's limit now; 0 for shared holders
+};
+
 // What a client's backend offers; the same for every client of one backend.
 struct client_capabilities {
     bool row_locks = false;           // mode::select_for_update is available (PostgreSQL, MySQL/MariaDB)
@@ -129,6 +141,45 @@ public:
     // with jitter bounded by the holder's remaining lease. Throws timeout_error.
     [[nodiscard]] lease acquire(std::string_view key, std::chrono::milliseconds timeout,
                                 const lock_options& options = {});
+
+    // --- Reader-writer locks (docs/design.md, "Shared locks and semaphores") ---
+    // Takes the key shared: any number of shared holders coexist; an
+    // exclusive holder (acquire, try_acquire, any mode) excludes them all
+    // and they exclude it. Each shared lease is a lease of its own (own
+    // owner, renewed by the watchdog with the others, lost, on_lost, stop
+    // token); its token() is the key's exclusive epoch. A reader that is not
+    // fair is refused while a writer waits for the key (writers are not
+    // starved); a fair one waits its turn among fair waiters. options.mode
+    // must not be select_for_update (config_error); options.reentrant is
+    // ignored (each call is a grant of its own). Empty when not granted now.
+    [[nodiscard]] std::optional<lease> try_acquire_shared(std::string_view key, const lock_options& options = {});
+    // Waits up to timeout for a shared grant, as acquire() does. Throws timeout_error.
+    [[nodiscard]] lease acquire_shared(std::string_view key, std::chrono::milliseconds timeout,
+                                       const lock_options& options = {});
+
+    // --- Counting semaphores ---
+    // Takes one permit of the semaphore `name` (a namespace of its own, apart
+    // from lock keys, but sharing the wait queue's: give semaphores names no
+    // lock uses). At most `permits` permits are live at any instant of
+    // database time; each is a lease (renewed, lost, freed by its expiry
+    // when its holder dies). `permits` (1 to 1,000,000, else config_error)
+    // creates the semaphore with that limit if it does not exist; an
+    // existing semaphore keeps its limit until set_permits changes it.
+    // options as for try_acquire_shared. Empty when no permit is free now.
+    [[nodiscard]] std::optional<lease> try_acquire_permit(std::string_view name, std::int64_t permits,
+                                                          const lock_options& options = {});
+    // Waits up to timeout for a permit; fair waiters are served by priority,
+    // then arrival. Throws timeout_error.
+    [[nodiscard]] lease acquire_permit(std::string_view name, std::int64_t permits, std::chrono::milliseconds timeout,
+                                       const lock_options& options = {});
+    // Creates the semaphore or changes its limit, at once for every client.
+    // Lowering it revokes nothing: holders above the new limit keep their
+    // permits until they release or lose them, and no permit is granted
+    // until fewer than the new limit are live.
+    void set_permits(std::string_view name, std::int64_t permits);
+    // Live shared holders and permits whose key (or semaphore name) starts
+    // with `prefix`: permits first, then shared holders, each by key.
+    std::vector<holder_info> holders(std::string_view prefix = {}, std::size_t limit = 1000);
 
     // Reads the key's state without changing it.
     lock_info inspect(std::string_view key);

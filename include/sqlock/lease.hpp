@@ -22,6 +22,13 @@ struct grant_ref {
 };
 }
 
+// What a lease holds: a key alone (client::acquire), a key together with
+// other readers (client::acquire_shared), or one permit of a semaphore
+// (client::acquire_permit).
+enum class lease_kind { exclusive, shared, permit };
+// Returns "exclusive", "shared" or "permit".
+const char* to_string(lease_kind k) noexcept;
+
 // The clock lease deadlines are kept on: CLOCK_BOOTTIME. Unlike
 // std::chrono::steady_clock (CLOCK_MONOTONIC) it keeps counting while the
 // machine is suspended, as the database's clock does, so a lease held across
@@ -63,8 +70,13 @@ public:
     const std::string& owner() const;
     // Fencing token: strictly larger than every earlier grant of this key.
     // Pass it to the resource you protect and have it reject smaller ones.
+    // A shared lease's token is the key's exclusive epoch: the token of the
+    // key's latest exclusive grant when it was granted (0 before any), shared
+    // by every reader of that epoch and overtaken by the next writer's. A
+    // permit's is strictly larger than every earlier permit of its semaphore.
     std::int64_t token() const;
     sqlock::mode mode() const;
+    lease_kind kind() const;
 
     // True once the lease is known to be lost, or once its local deadline
     // (last confirmed grant or renewal + lease - safety margin, on
@@ -101,6 +113,10 @@ public:
     // until the transaction ends. PostgreSQL and MySQL only (it calls the SQL
     // function <prefix>assert_held installed by migrate()); on SQLite use
     // sqlock::sqlite::fence. See sqlock/postgres.hpp and sqlock/mysql.hpp.
+    // A shared lease fences too: the write fails once a writer has been
+    // granted the key since (its token moved on) or once no reader holds it;
+    // it does not tell this reader's own lease from another live reader's.
+    // A permit has no SQL fence: throws config_error.
     std::string fence_sql() const;
 
     // Gives the key up. Idempotent. A reentrant lease gives it up when the

@@ -7,4 +7,5 @@
 #include <sqlock/jobs.hpp>
 #include <sqlock/lease.hpp>
 #include <sqlock/mutex.hpp>
+#include <sqlock/shared_mutex.hpp>
 #include <sqlock/options.hpp>

@@ -20,7 +20,7 @@ _sqlock() {
   local global_args="--url --table-prefix --durability"
   local -A opts=(
     [migrate]="--print-sql"
-    [run]="--wait --lease --mode --fair --priority --once-per --run-key --max-attempts --conflict-exit-code --kill-after"
+    [run]="--wait --lease --mode --fair --shared --permits --priority --once-per --run-key --max-attempts --conflict-exit-code --kill-after"
     [status]="--json --limit --metrics --watch --interval --count"
     [release]="--force"
     [runs]="--json --limit"

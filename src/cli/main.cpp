@@ -57,7 +57,9 @@ struct settings {
     bool verbose = false;
     // run
     std::string key, wait = "0s", lease = "30s", mode = "update", once_per, run_key, kill_after = "10s";
-    bool fair = false;
+    bool fair = false, shared = false;
+    std::int64_t permits = 0;  // run --permits N: a permit of semaphore KEY
+    bool permits_given = false;
     int priority = 0, max_attempts = 3, conflict_exit_code = exit_status::busy;
     std::vector<std::string> program;
     bool saw_separator = false;
@@ -169,6 +171,10 @@ run_plan plan_run(const settings& s) {
         plan.period = duration_option("--once-per", s.once_per);
         if (plan.period->count() <= 0) usage("--once-per must be longer than zero");
     }
+    if (s.shared && s.permits != 0) usage("use --shared or --permits, not both");
+    if ((s.shared || s.permits != 0) && plan.ledger)
+        usage("--shared and --permits cannot be combined with --once-per or --run-key");
+    if (s.permits < 0 || (s.permits == 0 && s.permits_given)) usage("--permits must be at least 1");
     if (plan.ledger) {
         if (s.fair || s.priority != 0) usage("--fair and --priority cannot be combined with --once-per or --run-key");
         if (s.max_attempts < 1) usage("--max-attempts must be at least 1");
@@ -188,13 +194,29 @@ int run_locked(client& db, const settings& s, const run_plan& plan, signal_relay
     const lock_options options{
         .mode = plan.lease_mode, .lease = plan.lease, .fair = s.fair, .priority = s.priority, .cancel = relay.interrupted()};
     std::optional<lease> held = with_schema(db, [&]() -> std::optional<lease> {
-        if (plan.wait.count() == 0) return db.try_acquire(s.key, options);
+        if (plan.wait.count() == 0) {
+            if (s.shared) return db.try_acquire_shared(s.key, options);
+            if (s.permits > 0) return db.try_acquire_permit(s.key, s.permits, options);
+            return db.try_acquire(s.key, options);
+        }
         try {
+            if (s.shared) return db.acquire_shared(s.key, plan.wait, options);
+            if (s.permits > 0) return db.acquire_permit(s.key, s.permits, plan.wait, options);
             return db.acquire(s.key, plan.wait, options);
         } catch (const timeout_error&) {
             return std::nullopt;
         }
     });
+    if (!held && s.permits > 0)
+        throw exit_with{s.conflict_exit_code,
+                        "every permit of semaphore '" + s.key + "' is held" +
+                            (plan.wait.count() ? " after waiting " + format_duration(plan.wait) : "") + "; " +
+                            program_name(s) + " not run"};
+    if (!held && s.shared)
+        throw exit_with{s.conflict_exit_code,
+                        "'" + s.key + "' is held exclusively or a writer waits for it" +
+                            (plan.wait.count() ? " after waiting " + format_duration(plan.wait) : "") + "; " +
+                            program_name(s) + " not run"};
     if (!held) {
         const auto info = db.inspect(s.key);
         throw exit_with{s.conflict_exit_code,
@@ -325,6 +347,7 @@ snapshot read_status(client& db, const settings& s) {
     };
     snap.locks = bounded(with_schema(db, [&] { return db.locks(s.prefix, s.limit + 1); }), snap.more_locks);
     snap.waiters = bounded(db.waiters(s.prefix, s.limit + 1), snap.more_waiters);
+    snap.holders = bounded(db.holders(s.prefix, s.limit + 1), snap.more_holders);
     job_runner runner(db);
     snap.runs = bounded(runner.records_with_prefix(s.prefix, s.limit + 1), snap.more_runs);
     snap.now = db.database_time();
@@ -473,6 +496,10 @@ int dispatch(int argc, char** argv, bool check_only = false) {
     run->add_option("--lease", s.lease, "Lease length, renewed while PROGRAM runs (default 30s)");
     run->add_option("--mode", s.mode, "insert, update (default) or select-for-update");
     run->add_flag("--fair", s.fair, "Queue for the key in FIFO order with other fair waiters");
+    run->add_flag("--shared", s.shared, "Hold KEY shared: other --shared runs may hold it too, exclusive ones not");
+    run->add_option("--permits", s.permits,
+                    "Hold one of N permits of the semaphore KEY (N: its limit when new); at most N run at once")
+        ->each([&](const std::string&) { s.permits_given = true; });
     run->add_option("--priority", s.priority, "Fair queue priority: higher first (default 0)");
     run->add_option("--once-per", s.once_per, "Through the job ledger: at most one successful run per period");
     run->add_option("--run-key", s.run_key, "Through the job ledger: at most one successful run for this key");

@@ -107,6 +107,14 @@ std::string status_table(const snapshot& s) {
                    l.expires_in.count() > 0 ? format_duration(l.expires_in) : "row lock", clip(l.note, 40)});
         out += t.str();
     }
+    out += "\nSHARED HOLDERS AND PERMITS " + count(s.holders.size(), s.more_holders);
+    if (!s.holders.empty()) {
+        table t({"KEY", "KIND", "PERMITS", "HOLDER", "TOKEN", "LEFT", "NOTE"});
+        for (const auto& h : s.holders)
+            t.add({h.key, to_string(h.kind), h.permits > 0 ? std::to_string(h.permits) : "", h.holder,
+                   std::to_string(h.token), format_duration(h.expires_in), clip(h.note, 40)});
+        out += t.str();
+    }
     out += "\nWAITERS " + count(s.waiters.size(), s.more_waiters);
     if (!s.waiters.empty()) {
         table t({"KEY", "#", "TICKET", "FAIR", "PRIORITY", "HOLDER", "WAITING"});
@@ -133,8 +141,22 @@ std::string status_json(const snapshot& s) {
     nlohmann::json j{{"database_time", iso(s.now)},
                      {"locks", nlohmann::json::array()},
                      {"waiters", nlohmann::json::array()},
+                     {"holders", nlohmann::json::array()},
                      {"runs", nlohmann::json::array()},
-                     {"truncated", {{"locks", s.more_locks}, {"waiters", s.more_waiters}, {"runs", s.more_runs}}}};
+                     {"truncated",
+                      {{"locks", s.more_locks},
+                       {"waiters", s.more_waiters},
+                       {"holders", s.more_holders},
+                       {"runs", s.more_runs}}}};
+    for (const auto& h : s.holders)
+        j["holders"].push_back({{"key", h.key},
+                                {"kind", to_string(h.kind)},
+                                {"permits", h.permits},
+                                {"owner", h.owner},
+                                {"holder", h.holder},
+                                {"token", h.token},
+                                {"expires_in_ms", h.expires_in.count()},
+                                {"note", h.note}});
     for (const auto& l : s.locks)
         j["locks"].push_back({{"key", l.key},
                               {"mode", l.mode},

@@ -14,9 +14,10 @@ struct snapshot {
     std::chrono::sys_time<std::chrono::milliseconds> now;  // database clock
     std::vector<lock_info> locks;
     std::vector<waiter_info> waiters;
+    std::vector<holder_info> holders;  // shared holders and semaphore permits
     std::vector<job_record> runs;
     // Each section shows at most --limit rows; true when more were there.
-    bool more_locks = false, more_waiters = false, more_runs = false;
+    bool more_locks = false, more_waiters = false, more_runs = false, more_holders = false;
 };
 
 // A time as 2026-11-21T09:30:00.250Z.

@@ -20,16 +20,17 @@
 
 namespace sqlock::detail {
 
-std::shared_ptr<grant> client_impl::new_grant(std::string_view key, const lock_options& options) {
+std::shared_ptr<grant> client_impl::new_grant(std::string_view key, const lock_options& options, char kind) {
     auto g = std::make_shared<grant>();
     g->client = shared_from_this();
     g->key = std::string(key);
     g->owner = new_owner_id();
     g->mode = options.mode;
+    g->kind = kind;
     g->lease_ms = options.lease.count();
     g->margin_ms = effective_margin(options).count();
     g->thread = thread_serial();
-    g->reentrant = options.reentrant;
+    g->reentrant = options.reentrant && kind == 'X';
     g->auto_renew = options.auto_renew;
     g->pinged = options.mode == mode::select_for_update;
     g->interval_ns = ms_to_ns(effective_renew_interval(options).count());
@@ -56,32 +57,45 @@ void client_impl::watch(const std::shared_ptr<grant>& g, const lock_options& opt
         e.db_time = std::chrono::nanoseconds(std::max<std::int64_t>(answered - sent, 0));
         post_event(*g, std::move(e));
     }
-    if (options.reentrant) reentry_.add(g);
+    if (g->reentrant) reentry_.add(g);
     deadlines_->watch(g);
     watchdog_->watch(g);
     log_->debug("acquired '{}' token {} mode {} owner {}", g->key, g->token, to_string(g->mode), g->owner);
 }
 
 client_impl::attempt client_impl::try_grant(std::string_view key, const lock_options& options,
-                                            bool want_remaining, std::int64_t ticket, std::int64_t started) {
+                                            bool want_remaining, std::int64_t ticket, std::int64_t started,
+                                            const hold_request& what) {
     validate_key(key);
     validate_lock_options(options);
+    check_hold(what, options);
     if (options.mode == mode::select_for_update && !dialect_->capabilities().row_locks)
         throw config_error(std::string("select_for_update needs row locks, which ") + std::string(dialect_->name()) +
                            " does not have (it locks the whole database file): use conditional_update or "
                            "unique_insert");
     check_schema();
-    if (options.reentrant) {
+    if (options.reentrant && what.kind == 'X') {
         if (auto g = reentry_.find(key)) return {std::move(g), true, std::nullopt};
     }
-    auto g = new_grant(key, options);
+    auto g = new_grant(key, options, what.kind);
     attempt out;
     const std::int64_t sent = lease_now_ns();
     // Not fair: every live fair waiter is ahead, and every waiter that is not
     // fair and has waited 20 ms (sql/*/grant.sql). Fair without a ticket yet:
     // waiters of the same or higher priority are ahead.
     const std::int64_t priority = options.fair ? options.priority : not_fair;
-    if (options.mode == mode::select_for_update) {
+    if (what.kind != 'X') {
+        const std::string holder = holder_description();
+        const holder_request request{what.kind, key,          g->owner, what.permits, g->lease_ms,
+                                     holder,    options.note, ticket,   priority};
+        const grant_result r = pool_.with_session([&](session& s) { return s.grant_holder(request); });
+        if (!r.token) {
+            ++counters_.contention_misses;
+            out.remaining_ms = r.remaining_ms;
+            return out;
+        }
+        g->token = *r.token;
+    } else if (options.mode == mode::select_for_update) {
         auto taken = row_lock_holder::try_take(pool_, key, g->lease_ms, ticket, priority);
         if (!taken.holder) {
             ++counters_.contention_misses;
@@ -107,10 +121,11 @@ client_impl::attempt client_impl::try_grant(std::string_view key, const lock_opt
     return out;
 }
 
-std::shared_ptr<grant> client_impl::try_acquire(std::string_view key, const lock_options& options) {
+std::shared_ptr<grant> client_impl::try_acquire(std::string_view key, const lock_options& options,
+                                                const hold_request& what) {
     attempt tried;
     try {
-        tried = try_grant(key, options, false, no_ticket, lease_now_ns());
+        tried = try_grant(key, options, false, no_ticket, lease_now_ns(), what);
     } catch (...) {
         telemetry_.count(acquire_outcome::error);
         throw;
@@ -122,10 +137,11 @@ std::shared_ptr<grant> client_impl::try_acquire(std::string_view key, const lock
 }
 
 std::shared_ptr<grant> client_impl::acquire(std::string_view key, std::chrono::milliseconds timeout,
-                                            const lock_options& options) {
+                                            const lock_options& options, const hold_request& what) {
     const std::int64_t started = lease_now_ns();  // for telemetry; the timeout is kept on steady_clock
     try {
         validate_timeout(timeout);
+        check_hold(what, options);
     } catch (...) {
         telemetry_.count(acquire_outcome::error);
         throw;
@@ -135,10 +151,13 @@ std::shared_ptr<grant> client_impl::acquire(std::string_view key, std::chrono::m
     const bool forever =
         timeout >= std::chrono::floor<std::chrono::milliseconds>(std::chrono::steady_clock::time_point::max() - start);
     const auto deadline = forever ? std::chrono::steady_clock::time_point::max() : start + timeout;
-    // Every waiter queues: a fair one for its turn, the others so that a
-    // releaser cannot re-win the key over them once they have waited a little
-    // (the grant statements: no barging), and so that a release can wake the
-    // head of the queue where the database carries wake-ups.
+    // Every waiter queues once the key is busy: a fair one for its turn, the
+    // others so that a releaser cannot re-win the key over them once they have
+    // waited a little (the grant statements: no barging), so that a release
+    // can wake the head of the queue where the database carries wake-ups, and
+    // so that readers see waiting writers and hold off (docs/design.md,
+    // "Shared locks and semaphores"): without that a stream of readers would
+    // starve them.
     const bool wake_ups = dialect_->capabilities().wake_ups;
     // Without wake-ups a queued waiter polls; its backoff stays short so that
     // handoffs to it stay prompt.
@@ -188,7 +207,7 @@ std::shared_ptr<grant> client_impl::acquire(std::string_view key, std::chrono::m
     try {
         for (;;) {
             const std::uint64_t epoch = wakeups::epoch();
-            auto tried = try_grant(key, options, true, queued ? queued->ticket : no_ticket, started);
+            auto tried = try_grant(key, options, true, queued ? queued->ticket : no_ticket, started, what);
             if (tried.granted) {
                 drop_ticket(false);  // the grant removed its row
                 wait_ended(wait_outcome::acquired, &tried, nullptr);
@@ -207,7 +226,7 @@ std::shared_ptr<grant> client_impl::acquire(std::string_view key, std::chrono::m
                 // while we queued.
                 drop_ticket(true);
                 const std::string ticket_owner = new_owner_id();
-                queued = queue_->enqueue(key, options, ticket_owner, holder_description());
+                queued = queue_->enqueue(key, options, ticket_owner, holder_description(), what.kind);
                 telemetry_.waiters.fetch_add(1);
                 if (events_) {
                     lock_event e;
@@ -247,6 +266,41 @@ std::shared_ptr<grant> client_impl::acquire(std::string_view key, std::chrono::m
         wait_ended(wait_outcome::failed, nullptr, "a non-standard exception");
         throw;
     }
+}
+
+void client_impl::check_hold(const hold_request& what, const lock_options& options) const {
+    if (what.kind == 'X') return;
+    const char* name = what.kind == 'S' ? "a shared lock" : "a semaphore permit";
+    if (options.mode == mode::select_for_update)
+        throw config_error(std::string("select_for_update is for exclusive locks; ") + name +
+                           " is a lease: use conditional_update (the default) or unique_insert");
+    if (what.kind == 'P') validate_permits(what.permits);
+}
+
+void client_impl::set_permits(std::string_view name, std::int64_t permits) {
+    validate_key(name);
+    validate_permits(permits);
+    check_schema();
+    with_session([&](session& s) { s.set_permits(name, permits); });
+}
+
+std::vector<holder_info> client_impl::holders(std::string_view prefix, std::size_t limit) {
+    validate_prefix(prefix);
+    if (limit < 1) throw config_error("limit must be at least 1");
+    check_schema();
+    const auto rows = with_session([&](session& s) { return s.holders(prefix, limit); });
+    std::vector<holder_info> out;
+    out.reserve(rows.size());
+    for (const auto& r : rows)
+        out.push_back({.key = r.key,
+                       .kind = r.kind == 'S' ? lease_kind::shared : lease_kind::permit,
+                       .owner = r.owner,
+                       .token = r.token,
+                       .holder = r.holder,
+                       .note = r.note,
+                       .expires_in = std::chrono::milliseconds(r.remaining_ms),
+                       .permits = r.permits});
+    return out;
 }
 
 }  // namespace sqlock::detail

@@ -369,6 +369,34 @@ lease client::acquire(std::string_view key, std::chrono::milliseconds timeout, c
     return lease(detail::grant_ref{impl_->acquire(key, timeout, options)});
 }
 
+std::optional<lease> client::try_acquire_shared(std::string_view key, const lock_options& options) {
+    auto g = impl_->try_acquire(key, options, {'S', 0});
+    if (!g) return std::nullopt;
+    return std::optional<lease>(std::in_place, detail::grant_ref{std::move(g)});
+}
+
+lease client::acquire_shared(std::string_view key, std::chrono::milliseconds timeout, const lock_options& options) {
+    return lease(detail::grant_ref{impl_->acquire(key, timeout, options, {'S', 0})});
+}
+
+std::optional<lease> client::try_acquire_permit(std::string_view name, std::int64_t permits,
+                                                const lock_options& options) {
+    auto g = impl_->try_acquire(name, options, {'P', permits});
+    if (!g) return std::nullopt;
+    return std::optional<lease>(std::in_place, detail::grant_ref{std::move(g)});
+}
+
+lease client::acquire_permit(std::string_view name, std::int64_t permits, std::chrono::milliseconds timeout,
+                             const lock_options& options) {
+    return lease(detail::grant_ref{impl_->acquire(name, timeout, options, {'P', permits})});
+}
+
+void client::set_permits(std::string_view name, std::int64_t permits) { impl_->set_permits(name, permits); }
+
+std::vector<holder_info> client::holders(std::string_view prefix, std::size_t limit) {
+    return impl_->holders(prefix, limit);
+}
+
 lock_info client::inspect(std::string_view key) { return impl_->inspect(key); }
 
 void client::check_key(std::string_view key) { detail::validate_key(key); }

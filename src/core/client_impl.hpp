@@ -50,6 +50,13 @@ struct counters {
         renewal_failures{0}, leases_lost{0}, rows_swept{0}, waits{0}, wakeups{0};
 };
 
+// What an acquisition asks for: an exclusive lease ('X'), a shared one
+// ('S'), or one of `permits` permits of a semaphore ('P').
+struct hold_request {
+    char kind = 'X';
+    std::int64_t permits = 0;
+};
+
 class client_impl : public keeper, public std::enable_shared_from_this<client_impl> {
 public:
     client_impl(const url_parts& url, client_options options);
@@ -78,13 +85,21 @@ public:
     };
     // One try. ticket: the requester's place in the wait queue, if it has one.
     // started: when the caller's try_acquire() or acquire() began (lease_clock ns).
+    // what: an exclusive lease (the default), a shared one, or a permit.
     attempt try_grant(std::string_view key, const lock_options& options, bool want_remaining,
-                      std::int64_t ticket, std::int64_t started);
+                      std::int64_t ticket, std::int64_t started, const hold_request& what = {});
     // client::try_acquire(): one try, counted by outcome. Null when busy.
-    std::shared_ptr<grant> try_acquire(std::string_view key, const lock_options& options);
+    std::shared_ptr<grant> try_acquire(std::string_view key, const lock_options& options,
+                                       const hold_request& what = {});
     // Tries until granted, timed out (timeout_error) or cancelled (cancelled_error).
     std::shared_ptr<grant> acquire(std::string_view key, std::chrono::milliseconds timeout,
-                                   const lock_options& options);
+                                   const lock_options& options, const hold_request& what = {});
+    // Throws config_error for a shared or permit request the library cannot
+    // serve (bad permits, select_for_update), before any SQL.
+    void check_hold(const hold_request& what, const lock_options& options) const;
+    // client::set_permits() and client::holders().
+    void set_permits(std::string_view name, std::int64_t permits);
+    std::vector<holder_info> holders(std::string_view prefix, std::size_t limit);
 
     // --- a lease's operations (leases.cpp) ---
     void release(grant& g);
@@ -121,7 +136,7 @@ public:
     std::int64_t periodic(std::int64_t now) override;
 
 private:
-    std::shared_ptr<grant> new_grant(std::string_view key, const lock_options& options);
+    std::shared_ptr<grant> new_grant(std::string_view key, const lock_options& options, char kind = 'X');
     // A grant made: register it for reentrancy and with the watchdog and the
     // timer. sent: when the granting attempt was sent; answered: when it
     // answered; started: when the caller's call began (lease_clock ns).
@@ -140,6 +155,8 @@ private:
     // An automatic renewal of g failed for a passing reason.
     void renewal_failed(grant& g, std::int64_t sent, const std::string& why);
     outcome renew_alone(grant& g);
+    // renew_alone for a shared holder or permit.
+    renew_result renew_holder_alone(session& s, const grant& g);
     // Runs `which` of g's callbacks on the callback thread.
     void post(grant& g, std::function<void(const std::string&, std::int64_t)> grant::*which, const char* name);
     // The bound on a watchdog statement's client-side waits: the statement

@@ -34,6 +34,9 @@ struct grant : lease_timing, std::enable_shared_from_this<grant> {
     std::string owner;
     std::int64_t token = 0;
     sqlock::mode mode = sqlock::mode::conditional_update;
+    // 'X' an exclusive lease (sqlock_locks); 'S' a shared holder, 'P' a
+    // semaphore permit (sqlock_holders; never reentrant).
+    char kind = 'X';
     std::uint64_t thread = 0;  // thread_serial() of the acquiring thread, for reentrancy
     bool reentrant = false;
     std::function<void(const std::string&, std::int64_t)> on_lost, on_renewed;

@@ -56,6 +56,20 @@ const std::string& lease::owner() const { return grant_ ? grant_->owner : nothin
 std::int64_t lease::token() const { return grant_ ? grant_->token : 0; }
 sqlock::mode lease::mode() const { return grant_ ? grant_->mode : mode::conditional_update; }
 
+lease_kind lease::kind() const {
+    if (!grant_) return lease_kind::exclusive;
+    return grant_->kind == 'S' ? lease_kind::shared : grant_->kind == 'P' ? lease_kind::permit : lease_kind::exclusive;
+}
+
+const char* to_string(lease_kind k) noexcept {
+    switch (k) {
+        case lease_kind::exclusive: return "exclusive";
+        case lease_kind::shared: return "shared";
+        case lease_kind::permit: return "permit";
+    }
+    return "unknown";
+}
+
 bool lease::lost() const {
     if (!grant_ || grant_->lost.load()) return true;
     if (detail::lease_now_ns() >= grant_->deadline_ns.load()) {
@@ -88,6 +102,9 @@ std::string_view lease::dialect() const { return grant_ ? grant_->client->dialec
 
 std::string lease::fence_sql() const {
     if (!grant_) throw lease_lost_error("this lease was moved from: it holds nothing to fence with");
+    if (grant_->kind == 'P')
+        throw config_error("a semaphore permit has no SQL fence: check lost() or the stop token, or guard the "
+                           "resource with a lock");
     return grant_->client->dialect().fence_sql();
 }
 

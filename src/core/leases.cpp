@@ -170,6 +170,9 @@ void client_impl::release(grant& g) {
         if (g.row_lock) {
             // A lost lease's connection died or misbehaved: never pool it.
             if (!g.row_lock->release(g.key, !g.lost.load())) signal_lost(g, loss_cause::connection_lost);
+        } else if (g.kind != 'X') {
+            if (!pool_.with_session([&](session& s) { return s.release_holder(g.kind, g.key, g.owner); }))
+                signal_lost(g, loss_cause::not_held);  // it had expired before this release
         } else if (!pool_.with_session([&](session& s) { return s.release(g.key, g.owner, g.mode); })) {
             signal_lost(g, loss_cause::not_held);  // it had been taken over before this release
         }
@@ -201,7 +204,9 @@ bool client_impl::renew(grant& g) {
             case row_lock_holder::verdict::skipped: return !g.lost.load();
         }
     }
-    const auto r = pool_.with_session([&](session& s) { return s.renew(g.key, g.owner, g.lease_ms, true); });
+    const auto r = pool_.with_session([&](session& s) {
+        return g.kind != 'X' ? renew_holder_alone(s, g) : s.renew(g.key, g.owner, g.lease_ms, true);
+    });
     const std::int64_t db_ns = lease_now_ns() - sent;
     telemetry_.renewal.observe(db_ns);
     switch (r) {
@@ -224,12 +229,15 @@ std::chrono::milliseconds client_impl::wait_bound(std::int64_t earliest_deadline
 }
 
 std::vector<keeper::outcome> client_impl::renew(const std::vector<lease_timing*>& batch) {
-    std::vector<renewal> items;
-    items.reserve(batch.size());
+    // Exclusive leases in one statement, shared holders and permits in
+    // another, on the same connection in the same round.
+    std::vector<renewal> items, held_items;
+    std::vector<std::size_t> index, held_index;
     std::int64_t earliest = never_ns;
-    for (auto* l : batch) {
-        auto& g = static_cast<grant&>(*l);
-        items.push_back({g.key, g.owner, g.lease_ms});
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+        auto& g = static_cast<grant&>(*batch[i]);
+        (g.kind == 'X' ? items : held_items).push_back({g.key, g.owner, g.lease_ms, g.kind});
+        (g.kind == 'X' ? index : held_index).push_back(i);
         earliest = std::min(earliest, g.deadline_ns.load());
     }
     const std::int64_t sent = lease_now_ns();
@@ -247,7 +255,13 @@ std::vector<keeper::outcome> client_impl::renew(const std::vector<lease_timing*>
                     }
                 }
             } restore_bound{s};
-            return s.renew_batch(items);
+            std::vector<bool> renewed(batch.size(), false);
+            auto scatter = [&](const std::vector<bool>& part, const std::vector<std::size_t>& at) {
+                for (std::size_t i = 0; i < part.size(); ++i) renewed[at[i]] = part[i];
+            };
+            if (!items.empty()) scatter(s.renew_batch(items), index);
+            if (!held_items.empty()) scatter(s.renew_holders(held_items), held_index);
+            return renewed;
         });
     } catch (const std::exception& e) {
         // Transient (the database is away or slow): retry soon, but never
@@ -280,7 +294,9 @@ keeper::outcome client_impl::renew_alone(grant& g) {
     const std::int64_t sent = lease_now_ns();
     renew_result r;
     try {
-        r = watchdog_pool_.with_session([&](session& s) { return s.renew(g.key, g.owner, g.lease_ms, false); });
+        r = watchdog_pool_.with_session([&](session& s) {
+            return g.kind != 'X' ? renew_holder_alone(s, g) : s.renew(g.key, g.owner, g.lease_ms, false);
+        });
     } catch (const std::exception& e) {
         ++counters_.renewal_failures;
         log_->warn("renewing '{}' failed, retrying: {}", g.key, e.what());
@@ -298,6 +314,12 @@ keeper::outcome client_impl::renew_alone(grant& g) {
     log_->warn("renewing '{}': another transaction keeps its row locked; retrying until the deadline", g.key);
     renewal_failed(g, sent, "another transaction keeps the key's row locked");
     return {result::retry, sent};
+}
+
+renew_result client_impl::renew_holder_alone(session& s, const grant& g) {
+    if (s.renew_holders({{g.key, g.owner, g.lease_ms, g.kind}}).front()) return renew_result::renewed;
+    // Not renewed: gone, or its key's row was locked by a grant or release.
+    return s.holder_live(g.kind, g.key, g.owner) ? renew_result::row_locked : renew_result::not_held;
 }
 
 keeper::outcome client_impl::ping(lease_timing& lease) {

@@ -146,4 +146,9 @@ void validate_client_options(const client_options& options) {
         throw config_error("durability is not one of strict, relaxed");
 }
 
+void validate_permits(std::int64_t permits) {
+    if (permits < 1 || permits > 1'000'000)
+        throw config_error("permits is " + std::to_string(permits) + ": a semaphore has 1 to 1000000 permits");
+}
+
 }  // namespace sqlock::detail

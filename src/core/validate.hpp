@@ -20,6 +20,8 @@ bool valid_utf8(std::string_view s) noexcept;
 void validate_key(std::string_view key);
 // A key prefix to list by: like a key, but may be empty.
 void validate_prefix(std::string_view prefix);
+// A semaphore's limit: 1 to 1,000,000 permits.
+void validate_permits(std::int64_t permits);
 void validate_lock_options(const lock_options& options);
 // A duration sqlock sends to the database: positive (or zero when
 // zero_ok) and at most max_duration. `what` names it in the message.

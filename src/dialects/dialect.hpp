@@ -59,6 +59,7 @@ struct grant_result {
 
 struct waiter_request {
     std::string_view key;
+    char kind = 'X';  // what it waits for: 'X' exclusive, 'S' shared, 'P' a permit
     std::string_view owner;
     bool fair;
     int priority;
@@ -76,6 +77,31 @@ struct renewal {
     std::string_view key;
     std::string_view owner;
     std::int64_t lease_ms;
+    char kind = 'X';  // 'X': a lease in sqlock_locks; 'S', 'P': a row of sqlock_holders
+};
+
+// A shared grant ('S': a reader of a lock key) or a semaphore permit ('P':
+// key is the semaphore's name). Queue position as in grant_request.
+struct holder_request {
+    char kind;
+    std::string_view key;
+    std::string_view owner;
+    std::int64_t permits;  // 'P': the limit when the semaphore is new
+    std::int64_t lease_ms;
+    std::string_view holder;
+    std::string_view note;
+    std::int64_t ticket = no_ticket;
+    std::int64_t priority = not_fair;
+};
+
+// A live shared holder or permit (client::holders).
+struct holder_row {
+    char kind;
+    std::string key, owner;
+    std::int64_t token;
+    std::int64_t remaining_ms;
+    std::string holder, note;
+    std::int64_t permits;  // 'P': the semaphore's limit; 0 for 'S'
 };
 
 // Result of an owner-checked renewal of one lease.
@@ -207,6 +233,25 @@ public:
     virtual std::int64_t enqueue(const waiter_request& request) = 0;
     virtual void dequeue(std::int64_t ticket) = 0;
     virtual std::vector<bool> beat_waiters(const std::vector<heartbeat>& batch) = 0;
+
+    // Shared holders and semaphore permits (migration 0006; docs/design.md,
+    // "Shared locks and semaphores"). A grant takes the key's row for the
+    // readers ('S') or counts live permits under the semaphore's row lock
+    // ('P'), both in one transaction; the token when granted, else the
+    // remaining lease that bounds the caller's backoff.
+    virtual grant_result grant_holder(const holder_request& request) = 0;
+    // Owner-checked release; true when the holder's lease was still live.
+    virtual bool release_holder(char kind, std::string_view key, std::string_view owner) = 0;
+    // The watchdog's renewal of holders (every entry's kind 'S' or 'P'), as
+    // renew_batch: per entry, whether it was renewed by this call.
+    virtual std::vector<bool> renew_holders(const std::vector<renewal>& batch) = 0;
+    // Whether the holder's lease is live by database time.
+    virtual bool holder_live(char kind, std::string_view key, std::string_view owner) = 0;
+    // Creates the semaphore or changes its limit.
+    virtual void set_permits(std::string_view name, std::int64_t permits) = 0;
+    virtual std::vector<holder_row> holders(std::string_view prefix, std::size_t limit) = 0;
+    // Deletes up to `limit` expired holder rows.
+    virtual std::size_t sweep_holders(std::size_t limit) = 0;
 
     // select_for_update on this session; null when the backend has no row
     // locks (then the dialect's capabilities say so too).

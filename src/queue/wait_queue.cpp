@@ -13,7 +13,7 @@ wait_queue::wait_queue(dialect& d, session_pool& pool, watchdog& dog, spdlog::lo
     : dialect_(d), pool_(pool), watchdog_(dog), log_(log), counters_(c), channel_(std::move(channel)) {}
 
 std::shared_ptr<ticket_timing> wait_queue::enqueue(std::string_view key, const lock_options& options,
-                                                   std::string_view owner, std::string_view holder) {
+                                                   std::string_view owner, std::string_view holder, char kind) {
     const bool wake_ups = dialect_.capabilities().wake_ups;
     if (wake_ups)
         std::call_once(listen_once_, [this] {
@@ -28,8 +28,14 @@ std::shared_ptr<ticket_timing> wait_queue::enqueue(std::string_view key, const l
     // the key) only until its row expires.
     w->lease_ms = std::min<std::int64_t>(options.lease.count(), max_ticket_lease_ms);
     w->interval_ns = std::max<std::int64_t>(w->lease_ms / 3, 1) * 1'000'000;
-    const waiter_request request{key,         owner, options.fair, options.fair ? options.priority : 0,
-                                 w->lease_ms, wake_ups ? std::string_view(channel_) : std::string_view(), holder};
+    const waiter_request request{key,
+                                 kind,
+                                 owner,
+                                 options.fair,
+                                 options.fair ? options.priority : 0,
+                                 w->lease_ms,
+                                 wake_ups ? std::string_view(channel_) : std::string_view(),
+                                 holder};
     const std::int64_t sent = lease_now_ns();
     w->ticket = pool_.with_session([&](session& s) { return s.enqueue(request); });
     w->next_beat_ns = sent + w->interval_ns;

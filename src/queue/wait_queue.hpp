@@ -46,8 +46,9 @@ public:
 
     // Takes a ticket for key, heartbeated from now on. owner and holder are
     // stored with it, for people reading the queue.
+    // kind: what it waits for ('X' exclusive, 'S' shared, 'P' a permit).
     std::shared_ptr<ticket_timing> enqueue(std::string_view key, const lock_options& options, std::string_view owner,
-                                           std::string_view holder);
+                                           std::string_view holder, char kind = 'X');
     // Gives the ticket up (timed out, cancelled, failed); never throws: a row
     // that cannot be deleted expires unheartbeated. Resets w.
     void leave(std::shared_ptr<ticket_timing>& w) noexcept;

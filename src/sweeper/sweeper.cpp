@@ -15,7 +15,8 @@ sweeper::sweeper(const client_options& options, spdlog::logger& log, const std::
 
 std::size_t sweeper::sweep_once(session_pool& pool) {
     const std::size_t n = pool.with_session([&](session& s) {
-        std::size_t rows = s.sweep(options_.sweep_batch_size) + s.sweep_waiters(options_.sweep_batch_size);
+        std::size_t rows = s.sweep(options_.sweep_batch_size) + s.sweep_waiters(options_.sweep_batch_size) +
+                           s.sweep_holders(options_.sweep_batch_size);
         if (options_.job_retention.count() > 0)
             rows += s.sweep_jobs(options_.job_retention.count(), options_.sweep_batch_size);
         return rows;

@@ -60,7 +60,9 @@ std::string renewals_json(const std::vector<renewal>& batch) {
         append_json_string(out, r.key);
         out += ",\"o\":";
         append_json_string(out, r.owner);
-        out += ",\"ms\":" + std::to_string(r.lease_ms) + "}";
+        out += ",\"ms\":" + std::to_string(r.lease_ms);
+        if (r.kind != 'X') out += std::string(",\"t\":\"") + r.kind + '"';
+        out += '}';
     }
     out += ']';
     return out;

@@ -98,7 +98,8 @@ inline void held_by_row_lock(lock_info& info) {
     info.mode = to_string(mode::select_for_update);
 }
 
-// The batch as a JSON array of {"k": key, "o": owner, "ms": lease}, for
+// The batch as a JSON array of {"k": key, "o": owner, "ms": lease} (and
+// "t": kind for shared holders and permits), for
 // dialects that unpack it in SQL (jsonb_to_recordset, json_each).
 std::string renewals_json(const std::vector<renewal>& batch);
 // The heartbeat batch as a JSON array of {"t": ticket, "ms": lease}.

@@ -241,6 +241,10 @@ public:
 
     std::int64_t enqueue(const waiter_request& w) override {
         return guarded("enqueue", [&] {
+            if (w.kind != 'X')
+                return scalar("holder_enqueue", w.key, w.owner, w.fair, w.priority, w.lease_ms, w.listener, w.holder,
+                              std::string_view(&w.kind, 1))
+                    .value_or(0);
             return scalar("enqueue", w.key, w.owner, w.fair, w.priority, w.lease_ms, w.listener, w.holder)
                 .value_or(0);
         });
@@ -268,6 +272,84 @@ public:
             for_rows(check, [&](sql::ResultSet& rs) { live.insert(rs.getInt64(1)); });
             return present_in(batch, live, [](const heartbeat& h) { return h.ticket; });
         });
+    }
+
+    grant_result grant_holder(const holder_request& r) override {
+        return guarded("grant", [&]() -> grant_result {
+            auto& call = prepared(r.kind == 'S' ? "shared_grant" : "permit_grant");
+            if (r.kind == 'S')
+                bind_all(call, r.key, r.owner, r.lease_ms, r.holder, r.note, r.ticket, r.priority);
+            else
+                bind_all(call, r.key, r.owner, r.permits, r.lease_ms, r.holder, r.note, r.ticket, r.priority);
+            grant_result out;
+            try {
+                for_rows(call, [&](sql::ResultSet& rs) {
+                    if (!rs.isNull(1)) out.token = rs.getInt64(1);
+                    else if (!rs.isNull(2)) out.remaining_ms = rs.getInt64(2);
+                });
+            } catch (const sql::SQLException& e) {
+                // The procedure rolled back: contention, as for grant().
+                if (is_contention(e.getErrorCode()) || e.getErrorCode() == er_dup_entry ||
+                    e.getErrorCode() == er_statement_timeout)
+                    return grant_result{};
+                throw;
+            }
+            return out;
+        });
+    }
+
+    bool release_holder(char kind, std::string_view key, std::string_view owner) override {
+        return guarded("release", [&] {
+            if (kind == 'S') return scalar("shared_release", key, owner).value_or(0) == 1;
+            const bool live = scalar("permit_release", key, owner).value_or(0) > 0;
+            update("permit_delete", key, owner);
+            return live;
+        });
+    }
+
+    std::vector<bool> renew_holders(const std::vector<renewal>& batch) override {
+        return guarded("renewing holders", [&] {
+            auto& call = prepared("holders_renew");
+            bind_all(call, std::string_view(renewals_json(batch)));
+            std::set<std::string> renewed;
+            try {
+                for_rows(call, [&](sql::ResultSet& rs) { renewed.insert(rs.getString(1)); });
+            } catch (const sql::SQLException& e) {
+                // A key's row stayed locked (a grant or release of it): the
+                // caller renews each holder alone.
+                if (!is_contention(e.getErrorCode())) throw;
+                return std::vector<bool>(batch.size(), false);
+            }
+            return present_in(batch, renewed, [](const renewal& r) { return r.owner; });
+        });
+    }
+
+    bool holder_live(char kind, std::string_view key, std::string_view owner) override {
+        return guarded("renewing a holder", [&] {
+            return scalar("holder_live", std::string_view(&kind, 1), key, owner).value_or(0) > 0;
+        });
+    }
+
+    void set_permits(std::string_view name, std::int64_t permits) override {
+        guarded("setting permits", [&] { update("permit_limit", name, permits); });
+    }
+
+    std::vector<holder_row> holders(std::string_view prefix, std::size_t limit) override {
+        return guarded("listing holders", [&] {
+            auto& ps = prepared("holders_list");
+            bind_all(ps, prefix, prefix, static_cast<std::int64_t>(limit));
+            std::vector<holder_row> out;
+            for_rows(ps, [&](sql::ResultSet& rs) {
+                const my_row r{rs};
+                out.push_back({r.text(0).c_str()[0], r.text(1), r.text(2), r.integer(3), r.integer(4), r.text(5),
+                               r.text(6), r.integer(7)});
+            });
+            return out;
+        });
+    }
+
+    std::size_t sweep_holders(std::size_t limit) override {
+        return guarded("sweep_holders", [&] { return update("holders_sweep", static_cast<std::int64_t>(limit)); });
     }
 
     row_lock_ops* row_locks() override { return this; }

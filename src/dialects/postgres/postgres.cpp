@@ -152,6 +152,10 @@ public:
 
     std::int64_t enqueue(const waiter_request& w) override {
         return guarded("enqueue", [&] {
+            if (w.kind != 'X')
+                return run("holder_enqueue", w.key, w.owner, w.fair, w.priority, w.lease_ms, w.listener, w.holder,
+                           std::string(1, w.kind))[0][0]
+                    .as<std::int64_t>();
             return run("enqueue", w.key, w.owner, w.fair, w.priority, w.lease_ms, w.listener, w.holder)[0][0]
                 .as<std::int64_t>();
         });
@@ -167,6 +171,66 @@ public:
             for (const auto& row : run("beat_waiters", heartbeats_json(batch))) live.insert(row[0].as<std::int64_t>());
             return present_in(batch, live, [](const heartbeat& h) { return h.ticket; });
         });
+    }
+
+    grant_result grant_holder(const holder_request& r) override {
+        return guarded("grant", [&]() -> grant_result {
+            pqxx::result res;
+            try {
+                res = r.kind == 'S' ? run("shared_grant", r.key, r.owner, r.lease_ms, r.holder, r.note, r.ticket,
+                                          r.priority)
+                                    : run("permit_grant", r.key, r.owner, r.permits, r.lease_ms, r.holder, r.note,
+                                          r.ticket, r.priority);
+            } catch (const pqxx::sql_error& e) {
+                // lock_timeout: a select_for_update holder has the key's row.
+                if (e.sqlstate() == lock_not_available) return {};
+                throw;
+            }
+            grant_result out;
+            if (!res[0][0].is_null()) out.token = res[0][0].as<std::int64_t>();
+            if (!res[0][1].is_null()) out.remaining_ms = res[0][1].as<std::int64_t>();
+            return out;
+        });
+    }
+
+    bool release_holder(char kind, std::string_view key, std::string_view owner) override {
+        return guarded("release", [&] {
+            return run(kind == 'S' ? "shared_release" : "permit_release", key, owner)[0][0].as<bool>();
+        });
+    }
+
+    std::vector<bool> renew_holders(const std::vector<renewal>& batch) override {
+        return guarded("renewing holders", [&] {
+            std::set<std::string> renewed;
+            for (const auto& row : run("holders_renew", renewals_json(batch))) renewed.insert(row[0].as<std::string>());
+            return present_in(batch, renewed, [](const renewal& r) { return r.owner; });
+        });
+    }
+
+    bool holder_live(char kind, std::string_view key, std::string_view owner) override {
+        return guarded("renewing a holder", [&] {
+            return run("holder_live", std::string(1, kind), key, owner)[0][0].as<std::int64_t>() > 0;
+        });
+    }
+
+    void set_permits(std::string_view name, std::int64_t permits) override {
+        guarded("setting permits", [&] { run("permit_limit", name, permits); });
+    }
+
+    std::vector<holder_row> holders(std::string_view prefix, std::size_t limit) override {
+        return guarded("listing holders", [&] {
+            std::vector<holder_row> out;
+            for (const auto& row : run("holders_list", prefix, static_cast<std::int64_t>(limit))) {
+                const pg_row r{row};
+                out.push_back({r.text(0).c_str()[0], r.text(1), r.text(2), r.integer(3), r.integer(4), r.text(5),
+                               r.text(6), r.integer(7)});
+            }
+            return out;
+        });
+    }
+
+    std::size_t sweep_holders(std::size_t limit) override {
+        return affected("holders_sweep", static_cast<std::int64_t>(limit));
     }
 
     row_lock_ops* row_locks() override { return this; }

@@ -14,6 +14,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <ctime>
 
 #include <condition_variable>
@@ -286,9 +287,10 @@ public:
     }
 
     std::int64_t enqueue(const waiter_request& w) override {
-        auto q = prepare("enqueue");
+        auto q = prepare(w.kind == 'X' ? "enqueue" : "holder_enqueue");
         q.bind(1, w.key).bind(2, w.owner).bind(3, std::int64_t{w.fair}).bind(4, std::int64_t{w.priority});
         q.bind(5, w.lease_ms).bind(6, w.listener).bind(7, w.holder);
+        if (w.kind != 'X') q.bind(8, std::string_view(&w.kind, 1));
         if (!q.step()) throw db_error(dialect_name, "", "enqueue returned no ticket");
         const std::int64_t ticket = q.integer(0);
         q.run();
@@ -303,6 +305,87 @@ public:
         std::set<std::int64_t> live;
         while (q.step()) live.insert(q.integer(0));
         return present_in(batch, live, [](const heartbeat& h) { return h.ticket; });
+    }
+
+    grant_result grant_holder(const holder_request& r) override {
+        grant_result out;
+        try {
+            write_transaction([&] {
+                out.token = r.kind == 'S' ? grant_shared(r) : grant_permit(r);
+                if (out.token && r.ticket != no_ticket) dequeue(r.ticket);
+                return out.token.has_value();
+            });
+        } catch (const db_error& e) {
+            // The busy timeout ran out: contention, as for grant().
+            if (!e.code().empty() && (std::stoi(e.code()) & 0xff) == SQLITE_BUSY) return {};
+            throw;
+        }
+        if (!out.token) {
+            auto q = prepare(r.kind == 'S' ? "remaining" : "permit_remaining");
+            q.bind(1, r.key);
+            if (q.step() && !q.null(0)) out.remaining_ms = q.integer(0);
+        }
+        return out;
+    }
+
+    std::optional<std::int64_t> grant_shared(const holder_request& r) {
+        if (update("shared_grant", r.key, r.owner, r.lease_ms, r.holder, r.note, r.ticket, r.priority) == 0)
+            return std::nullopt;
+        update("shared_fence_row", r.key);
+        return first_integer("shared_insert", r.key, r.owner, r.lease_ms, r.holder, r.note);
+    }
+
+    std::optional<std::int64_t> grant_permit(const holder_request& r) {
+        update("permit_define", r.key, r.permits);
+        auto token = first_integer("permit_grant", r.key, r.owner, r.permits, r.lease_ms, r.holder, r.note, r.ticket,
+                                   r.priority);
+        if (token) update("permit_bump", r.key);
+        return token;
+    }
+
+    bool release_holder(char kind, std::string_view key, std::string_view owner) override {
+        std::optional<std::int64_t> live;
+        write_transaction([&] {
+            live = first_integer(kind == 'S' ? "shared_release" : "permit_release", key, owner);
+            if (kind == 'S') update("shared_lower", key);
+            return true;
+        });
+        return live.value_or(0) != 0;
+    }
+
+    std::vector<bool> renew_holders(const std::vector<renewal>& batch) override {
+        const std::string json = renewals_json(batch);
+        std::set<std::string> renewed;
+        write_transaction([&] {
+            {
+                auto q = prepare("holders_renew");
+                q.bind(1, std::string_view(json));
+                while (q.step()) renewed.insert(q.text(0));
+            }
+            update("holders_raise", std::string_view(json));
+            return true;
+        });
+        return present_in(batch, renewed, [](const renewal& r) { return r.owner; });
+    }
+
+    bool holder_live(char kind, std::string_view key, std::string_view owner) override {
+        return first_integer("holder_live", std::string_view(&kind, 1), key, owner).value_or(0) > 0;
+    }
+
+    void set_permits(std::string_view name, std::int64_t permits) override { update("permit_limit", name, permits); }
+
+    std::vector<holder_row> holders(std::string_view prefix, std::size_t limit) override {
+        auto q = prepare("holders_list");
+        q.bind(1, prefix).bind(2, static_cast<std::int64_t>(limit));
+        std::vector<holder_row> out;
+        while (q.step())
+            out.push_back({q.text(0).c_str()[0], q.text(1), q.text(2), q.integer(3), q.integer(4), q.text(5),
+                           q.text(6), q.null(7) ? 0 : q.integer(7)});
+        return out;
+    }
+
+    std::size_t sweep_holders(std::size_t limit) override {
+        return update("holders_sweep", static_cast<std::int64_t>(limit));
     }
 
     std::vector<std::string> held_keys(std::string_view prefix, std::string_view after, std::size_t limit) override {
@@ -392,10 +475,44 @@ public:
         write_transaction([&] {
             const int current = schema_version();
             for (const auto& m : sql_.migrations())
-                if (m.version > current) exec(m.text);
+                if (m.version > current) exec_migration(m.text);
             return true;
         });
         cache_clear();
+    }
+
+    // A migration's statements one by one. SQLite's ALTER TABLE ... ADD
+    // COLUMN has no IF NOT EXISTS: one whose column exists already (the
+    // version table was reset, or the migration was applied by hand without
+    // recording it) is passed over, so that every migration is idempotent.
+    void exec_migration(const std::string& text) {
+        const char* rest = text.c_str();
+        while (*rest) {
+            sqlite3_stmt* st = nullptr;
+            const char* tail = nullptr;
+            int rc = sqlite3_prepare_v2(db_, rest, -1, &st, &tail);
+            const char* start = rest;
+            rest = tail && tail > rest ? tail : rest + std::strlen(rest);
+            if (rc != SQLITE_OK) {
+                // A statement that fails to prepare leaves tail where parsing
+                // stopped: go on after its terminating semicolon.
+                const char* end = std::strchr(tail && tail > start ? tail : start, ';');
+                rest = end ? end + 1 : start + std::strlen(start);
+            }
+            if (rc == SQLITE_OK && st) {
+                if (ctx_.statements) ++*ctx_.statements;
+                while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                }
+                sqlite3_finalize(st);
+                if (rc == SQLITE_DONE) continue;
+            } else if (!st && rc == SQLITE_OK) {
+                continue;  // only comments or white space
+            }
+            const std::string msg = sqlite3_errmsg(db_);
+            if (msg.find("duplicate column name") != std::string::npos) continue;
+            if (msg.find("no such table") != std::string::npos) throw_schema_missing("the SQLite database", msg);
+            throw db_error(dialect_name, std::to_string(sqlite3_extended_errcode(db_)), "sqlite migration: " + msg);
+        }
     }
 
     fence_result fenced(std::string_view key, std::int64_t token,
@@ -474,6 +591,22 @@ private:
         (q.bind(i++, args), ...);
         q.run();
         return static_cast<std::size_t>(q.changes());
+    }
+
+    // The first column of the statement's first row (empty when no row or
+    // NULL), the statement then run to its end; arguments bound in order.
+    template <class... Args>
+    std::optional<std::int64_t> first_integer(const std::string& name, const Args&... args) {
+        auto q = prepare(name);
+        int i = 1;
+        (q.bind(i++, args), ...);
+        // Drain only after a row (see grant_statement).
+        if (!q.step()) return std::nullopt;
+        std::optional<std::int64_t> out;
+        if (!q.null(0)) out = q.integer(0);
+        while (q.step()) {
+        }
+        return out;
     }
 
     // Runs body in a BEGIN IMMEDIATE transaction: committed when it returns

@@ -1,0 +1,69 @@
+#pragma once
+// sqlock::shared_mutex: a distributed reader-writer lock meeting the standard
+// SharedTimedLockable requirements, so std::shared_lock, std::unique_lock and
+// std::scoped_lock work.
+
+#include <sqlock/client.hpp>
+
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace sqlock {
+
+// One key of one client, locked like a std::shared_timed_mutex: lock() and
+// friends take it exclusively (client::acquire), lock_shared() and friends
+// take it shared (client::acquire_shared). Safe for concurrent use: like a
+// std::shared_mutex, many threads may hold it shared at once (each with a
+// shared lease of its own), and unlock_shared() releases one of the calling
+// thread's. Locking it exclusively again while it holds the key exclusively
+// throws std::system_error (resource_deadlock_would_occur). Database
+// failures throw sqlock errors.
+class shared_mutex {
+public:
+    shared_mutex(client c, std::string key, lock_options options = {});
+    shared_mutex(const shared_mutex&) = delete;
+    shared_mutex& operator=(const shared_mutex&) = delete;
+
+    void lock();
+    bool try_lock();
+    template <class Rep, class Period>
+    bool try_lock_for(const std::chrono::duration<Rep, Period>& d) {
+        return lock_within(std::chrono::ceil<std::chrono::milliseconds>(d));
+    }
+    template <class Clock, class Duration>
+    bool try_lock_until(const std::chrono::time_point<Clock, Duration>& t) {
+        return lock_within(std::chrono::ceil<std::chrono::milliseconds>(t - Clock::now()));
+    }
+    void unlock();
+
+    void lock_shared();
+    bool try_lock_shared();
+    template <class Rep, class Period>
+    bool try_lock_shared_for(const std::chrono::duration<Rep, Period>& d) {
+        return lock_shared_within(std::chrono::ceil<std::chrono::milliseconds>(d));
+    }
+    template <class Clock, class Duration>
+    bool try_lock_shared_until(const std::chrono::time_point<Clock, Duration>& t) {
+        return lock_shared_within(std::chrono::ceil<std::chrono::milliseconds>(t - Clock::now()));
+    }
+    void unlock_shared();
+
+private:
+    bool lock_within(std::chrono::milliseconds timeout);
+    bool lock_shared_within(std::chrono::milliseconds timeout);
+    void keep_shared(lease l);
+
+    client client_;
+    std::string key_;
+    lock_options options_;
+    std::mutex mu_;  // guards held_ and shared_; never held across a database round trip
+    std::optional<lease> held_;
+    std::map<std::thread::id, std::vector<lease>> shared_;
+};
+
+}  // namespace sqlock

@@ -1,0 +1,5 @@
+-- A shared or permit waiter takes a ticket: ? key, ? owner, ? fair,
+-- ? priority, ? lease ms, ? listener, ? holder, ? kind ('S' or 'P').
+INSERT INTO sqlock_waiters (lock_key, owner, fair, priority, expires_at, listener, holder, kind)
+VALUES (?, ?, ?, ?, UTC_TIMESTAMP(6) + INTERVAL (? * 1000) MICROSECOND, ?, ?, ?)
+RETURNING ticket

@@ -1,0 +1,2 @@
+-- Permit release, step 2: ? name, ? owner.
+DELETE FROM sqlock_holders WHERE kind = 'P' AND lock_key = ? AND owner = ?

@@ -1,0 +1,13 @@
+-- The watchdog's renewal of shared holders and permits, step 1 of a write
+-- transaction: ?1 JSON array of {"k", "o", "ms", "t"}. Returns the owners
+-- renewed. A shared holder is renewed only while its key's row is the
+-- readers'; step 2 (holders_raise.sql) raises that row's expiry.
+UPDATE sqlock_holders
+   SET expires_ms = sqlock_now_ms() + b.ms
+  FROM (SELECT value ->> 'k' AS k, value ->> 'o' AS o, value ->> 'ms' AS ms, value ->> 't' AS t
+          FROM json_each(?1)) AS b
+ WHERE sqlock_holders.kind = b.t AND sqlock_holders.lock_key = b.k AND sqlock_holders.owner = b.o
+   AND sqlock_holders.expires_ms > sqlock_now_ms()
+   AND (b.t = 'P' OR EXISTS (SELECT 1 FROM sqlock_locks l
+                              WHERE l.lock_key = b.k AND l.owner = 'shared' AND l.mode = 'shared'))
+RETURNING owner

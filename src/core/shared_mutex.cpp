@@ -1,0 +1,84 @@
+#include <sqlock/errors.hpp>
+#include <sqlock/shared_mutex.hpp>
+
+#include <system_error>
+
+namespace sqlock {
+
+shared_mutex::shared_mutex(client c, std::string key, lock_options options)
+    : client_(std::move(c)), key_(std::move(key)), options_(std::move(options)) {
+    options_.reentrant = false;  // one object is one lock, as for std::shared_mutex
+}
+
+void shared_mutex::lock() { lock_within(wait_forever); }
+
+bool shared_mutex::try_lock() { return lock_within(std::chrono::milliseconds::zero()); }
+
+bool shared_mutex::lock_within(std::chrono::milliseconds timeout) {
+    {
+        std::lock_guard l(mu_);
+        if (held_) throw std::system_error(std::make_error_code(std::errc::resource_deadlock_would_occur));
+    }
+    std::optional<lease> got;
+    if (timeout <= std::chrono::milliseconds::zero()) {
+        got = client_.try_acquire(key_, options_);
+    } else {
+        try {
+            got.emplace(client_.acquire(key_, timeout, options_));
+        } catch (const timeout_error&) {
+            return false;
+        }
+    }
+    if (!got) return false;
+    std::lock_guard l(mu_);
+    held_ = std::move(got);
+    return true;
+}
+
+void shared_mutex::unlock() {
+    std::optional<lease> l;
+    {
+        std::lock_guard g(mu_);
+        l.swap(held_);
+    }
+    if (l) l->release();
+}
+
+void shared_mutex::lock_shared() { lock_shared_within(wait_forever); }
+
+bool shared_mutex::try_lock_shared() { return lock_shared_within(std::chrono::milliseconds::zero()); }
+
+bool shared_mutex::lock_shared_within(std::chrono::milliseconds timeout) {
+    if (timeout <= std::chrono::milliseconds::zero()) {
+        auto got = client_.try_acquire_shared(key_, options_);
+        if (!got) return false;
+        keep_shared(std::move(*got));
+        return true;
+    }
+    try {
+        keep_shared(client_.acquire_shared(key_, timeout, options_));
+        return true;
+    } catch (const timeout_error&) {
+        return false;
+    }
+}
+
+void shared_mutex::keep_shared(lease l) {
+    std::lock_guard g(mu_);
+    shared_[std::this_thread::get_id()].push_back(std::move(l));
+}
+
+void shared_mutex::unlock_shared() {
+    std::optional<lease> l;
+    {
+        std::lock_guard g(mu_);
+        auto it = shared_.find(std::this_thread::get_id());
+        if (it == shared_.end() || it->second.empty()) return;
+        l.emplace(std::move(it->second.back()));
+        it->second.pop_back();
+        if (it->second.empty()) shared_.erase(it);
+    }
+    l->release();
+}
+
+}  // namespace sqlock

@@ -1,0 +1,396 @@
+// Reader-writer locks and counting semaphores, on every backend: the
+// contract in one process, and exclusion / the N-bound across processes
+// (tests/worker.cpp "rw", "sem", "hold-permit").
+
+#include "support/doctest_types.hpp"
+#include "support/helpers.hpp"
+#include "support/process.hpp"
+
+#include <sqlock/sqlock.hpp>
+
+#include <doctest/doctest.h>
+
+#include <signal.h>
+
+#include <algorithm>
+#include <atomic>
+#include <fstream>
+#include <mutex>
+#include <shared_mutex>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+using namespace std::chrono_literals;
+
+namespace {
+
+// Replays an event log of "<TAG>+ pid" / "<TAG>- pid" lines (in the order
+// the processes wrote them) and keeps the most holders inside at once.
+struct replay {
+    int max_readers = 0, max_writers = 0, max_permits = 0;
+    int readers_with_writer = 0;  // lines after which a writer and a reader were both inside
+    int lines = 0, unbalanced = 0;
+};
+
+replay replay_log(const std::string& path) {
+    replay out;
+    std::ifstream in(path);
+    std::string line;
+    int readers = 0, writers = 0, permits = 0;
+    while (std::getline(in, line)) {
+        ++out.lines;
+        const std::string tag = line.substr(0, 2);
+        if (tag == "R+") ++readers;
+        else if (tag == "R-") --readers;
+        else if (tag == "W+") ++writers;
+        else if (tag == "W-") --writers;
+        else if (tag == "P+") ++permits;
+        else if (tag == "P-") --permits;
+        if (readers < 0 || writers < 0 || permits < 0) ++out.unbalanced;
+        out.max_readers = std::max(out.max_readers, readers);
+        out.max_writers = std::max(out.max_writers, writers);
+        out.max_permits = std::max(out.max_permits, permits);
+        if (writers > 0 && readers > 0) ++out.readers_with_writer;
+    }
+    if (readers != 0 || writers != 0 || permits != 0) ++out.unbalanced;
+    return out;
+}
+
+std::vector<test::child> spawn(int n, const std::vector<std::string>& args) {
+    std::vector<test::child> out;
+    for (int i = 0; i < n; ++i) {
+        std::vector<std::string> argv{test::worker_path()};
+        argv.insert(argv.end(), args.begin(), args.end());
+        out.emplace_back(argv);
+    }
+    return out;
+}
+
+void finish(std::vector<test::child>& children, int iterations) {
+    for (auto& c : children) {
+        CHECK(test::line_or_eof(c.read_line(240s)) == "done " + std::to_string(iterations));
+        CHECK(c.wait() == 0);
+    }
+}
+
+}  // namespace
+
+TEST_SUITE("primitives") {
+
+TEST_CASE_TEMPLATE("shared holders coexist and exclude an exclusive holder", Db, ALL_BACKENDS) {
+    Db db;
+    auto a = db.open();
+    auto b = db.open();
+    auto r1 = a.try_acquire_shared("rw/key");
+    REQUIRE(r1);
+    CHECK(r1->kind() == sqlock::lease_kind::shared);
+    auto r2 = b.try_acquire_shared("rw/key");
+    REQUIRE(r2);
+    CHECK(r1->owner() != r2->owner());
+    CHECK(r1->token() == r2->token());  // the same exclusive epoch
+    for (auto m : test::modes_of(db)) {
+        CAPTURE(sqlock::to_string(m));
+        CHECK_FALSE(b.try_acquire("rw/key", {.mode = m}));
+    }
+    CHECK(a.holders("rw/").size() == 2);
+    r1->release();
+    CHECK_FALSE(b.try_acquire("rw/key"));  // r2 still reads
+    r2->release();
+    auto w = b.try_acquire("rw/key");
+    REQUIRE(w);
+    CHECK(w->token() > r2->token());
+    CHECK_FALSE(a.try_acquire_shared("rw/key"));
+    w->release();
+    auto r3 = a.try_acquire_shared("rw/key");
+    REQUIRE(r3);
+    CHECK(r3->token() == w->token());  // the epoch of the last writer
+    CHECK(a.holders("rw/").size() == 1);
+}
+
+TEST_CASE_TEMPLATE("a select_for_update holder and shared holders exclude each other", Db, SERVER_BACKENDS) {
+    Db db;
+    auto a = db.open();
+    auto b = db.open();
+    auto r = a.try_acquire_shared("rw/sfu");
+    REQUIRE(r);
+    CHECK_FALSE(b.try_acquire("rw/sfu", {.mode = sqlock::mode::select_for_update}));
+    r->release();
+    auto w = b.try_acquire("rw/sfu", {.mode = sqlock::mode::select_for_update});
+    REQUIRE(w);
+    CHECK_FALSE(a.try_acquire_shared("rw/sfu"));
+}
+
+TEST_CASE_TEMPLATE("a waiting writer holds off new readers", Db, ALL_BACKENDS) {
+    Db db;
+    auto a = db.open();
+    auto b = db.open();
+    auto reader = a.try_acquire_shared("rw/queue");
+    REQUIRE(reader);
+    std::atomic<bool> granted{false};
+    std::thread writer([&] {
+        auto w = b.acquire("rw/queue", 30s);
+        granted = true;
+        w.release();
+    });
+    // The writer queues once it finds the key busy.
+    for (int i = 0; i < 500 && a.waiters("rw/queue").empty(); ++i) std::this_thread::sleep_for(10ms);
+    REQUIRE(a.waiters("rw/queue").size() == 1);
+    CHECK_FALSE(a.try_acquire_shared("rw/queue"));  // a new reader yields to the waiting writer
+    reader->release();
+    writer.join();
+    CHECK(granted);
+    CHECK(a.try_acquire_shared("rw/queue"));
+}
+
+TEST_CASE_TEMPLATE("a shared lease is renewed, and its loss is reported before a writer is granted", Db,
+                   ALL_BACKENDS) {
+    Db db;
+    auto a = db.open();
+    auto b = db.open();
+    auto renewed = a.try_acquire_shared("rw/renewed", {.lease = 600ms});
+    REQUIRE(renewed);
+    std::this_thread::sleep_for(1500ms);  // more than two leases: only renewals keep it
+    CHECK_FALSE(renewed->lost());
+    CHECK_FALSE(b.try_acquire("rw/renewed"));
+    renewed->release();
+
+    std::atomic<int> lost_calls{0};
+    auto fixed = a.try_acquire_shared(
+        "rw/fixed", {.lease = 800ms, .auto_renew = false, .on_lost = [&](const std::string&, std::int64_t) {
+                         ++lost_calls;
+                     }});
+    REQUIRE(fixed);
+    auto w = b.acquire("rw/fixed", 10s);
+    CHECK(fixed->lost());  // said before the writer got it
+    CHECK(w.token() > fixed->token());
+    CHECK_THROWS_AS(fixed->check(), sqlock::lease_lost_error);
+    CHECK(fixed->stop_token().stop_requested());
+    for (int i = 0; i < 200 && lost_calls == 0; ++i) std::this_thread::sleep_for(10ms);
+    CHECK(lost_calls == 1);
+}
+
+TEST_CASE_TEMPLATE("a fenced write under a shared lease is refused once a writer was granted", Db, SERVER_BACKENDS) {
+    Db db;
+    auto a = db.open();
+    auto b = db.open();
+    auto raw = test::raw_connection_for(db.url());
+    auto reader = a.try_acquire_shared("rw/fence", {.lease = 800ms, .auto_renew = false});
+    REQUIRE(reader);
+    raw->begin();
+    CHECK_NOTHROW(raw->fence(*reader));
+    raw->rollback();
+    auto w = b.acquire("rw/fence", 10s);
+    raw->begin();
+    CHECK_THROWS_AS(raw->fence(*reader), sqlock::lease_lost_error);
+    raw->rollback();
+}
+
+TEST_CASE_TEMPLATE("sqlock::shared_mutex works with std::shared_lock and std::unique_lock", Db, ALL_BACKENDS) {
+    Db db;
+    auto a = db.open();
+    sqlock::shared_mutex m1(a, "rw/adapter");
+    sqlock::shared_mutex m2(db.open(), "rw/adapter");
+    {
+        std::shared_lock r1(m1);
+        std::shared_lock r2(m2);
+        CHECK_FALSE(m2.try_lock());
+        CHECK_FALSE(m2.try_lock_for(100ms));
+    }
+    {
+        std::unique_lock w(m1);
+        CHECK_FALSE(m2.try_lock_shared());
+        CHECK_FALSE(m2.try_lock_shared_for(100ms));
+    }
+    CHECK(m2.try_lock_shared_until(std::chrono::steady_clock::now() + 1s));
+    m2.unlock_shared();
+}
+
+TEST_CASE_TEMPLATE("a semaphore grants at most its permits, and a released permit is granted again", Db,
+                   ALL_BACKENDS) {
+    Db db;
+    auto a = db.open();
+    auto b = db.open();
+    std::vector<sqlock::lease> held;
+    for (int i = 0; i < 3; ++i) {
+        auto p = (i % 2 ? a : b).try_acquire_permit("sem/pool", 3);
+        REQUIRE(p);
+        CHECK(p->kind() == sqlock::lease_kind::permit);
+        if (!held.empty()) CHECK(p->token() > held.back().token());
+        held.push_back(std::move(*p));
+    }
+    CHECK_FALSE(a.try_acquire_permit("sem/pool", 3));
+    CHECK_FALSE(b.try_acquire_permit("sem/pool", 5));  // the limit is the semaphore's, not the caller's
+    const auto listed = a.holders("sem/");
+    REQUIRE(listed.size() == 3);
+    CHECK(listed[0].permits == 3);
+    CHECK(listed[0].kind == sqlock::lease_kind::permit);
+    CHECK_THROWS_AS(held[0].fence_sql(), sqlock::config_error);
+    held[1].release();
+    auto again = a.try_acquire_permit("sem/pool", 3);
+    REQUIRE(again);
+    CHECK(again->token() > held[2].token());
+    // A semaphore and a lock of the same name are separate.
+    CHECK(a.try_acquire("sem/pool"));
+}
+
+TEST_CASE_TEMPLATE("a semaphore's limit changes at run time; holders above a lowered limit keep their permits", Db,
+                   ALL_BACKENDS) {
+    Db db;
+    auto a = db.open();
+    auto p1 = a.try_acquire_permit("sem/limit", 2);
+    auto p2 = a.try_acquire_permit("sem/limit", 2);
+    REQUIRE(p1);
+    REQUIRE(p2);
+    a.set_permits("sem/limit", 1);
+    CHECK_FALSE(p1->lost());
+    CHECK_FALSE(p2->lost());
+    p1->release();
+    CHECK_FALSE(a.try_acquire_permit("sem/limit", 2));  // one live, limit one
+    p2->release();
+    auto p3 = a.try_acquire_permit("sem/limit", 2);
+    REQUIRE(p3);
+    CHECK_FALSE(a.try_acquire_permit("sem/limit", 2));
+    a.set_permits("sem/limit", 3);
+    CHECK(a.try_acquire_permit("sem/limit", 2));
+}
+
+TEST_CASE_TEMPLATE("a permit's loss is reported before its permit is granted again", Db, ALL_BACKENDS) {
+    Db db;
+    auto a = db.open();
+    auto b = db.open();
+    std::atomic<int> lost_calls{0};
+    auto fixed = a.try_acquire_permit("sem/lost", 1,
+                                      {.lease = 800ms, .auto_renew = false,
+                                       .on_lost = [&](const std::string&, std::int64_t) { ++lost_calls; }});
+    REQUIRE(fixed);
+    auto next = b.acquire_permit("sem/lost", 1, 10s);
+    CHECK(fixed->lost());
+    CHECK(next.token() > fixed->token());
+    for (int i = 0; i < 200 && lost_calls == 0; ++i) std::this_thread::sleep_for(10ms);
+    CHECK(lost_calls == 1);
+    // An auto-renewed permit outlives its lease.
+    next.release();
+    auto renewed = a.try_acquire_permit("sem/lost", 1, {.lease = 600ms});
+    REQUIRE(renewed);
+    std::this_thread::sleep_for(1500ms);
+    CHECK_FALSE(renewed->lost());
+    CHECK_FALSE(b.try_acquire_permit("sem/lost", 1));
+}
+
+TEST_CASE_TEMPLATE("fair permit waiters are served in arrival order", Db, ALL_BACKENDS) {
+    Db db;
+    auto a = db.open();
+    auto only = a.try_acquire_permit("sem/fifo", 1);
+    REQUIRE(only);
+    std::mutex mu;
+    std::vector<int> order;
+    std::vector<std::thread> threads;
+    std::vector<sqlock::client> clients;
+    for (int i = 0; i < 3; ++i) clients.push_back(db.open());
+    for (int i = 0; i < 3; ++i) {
+        threads.emplace_back([&, i] {
+            auto p = clients[static_cast<std::size_t>(i)].acquire_permit("sem/fifo", 1, 30s, {.fair = true});
+            {
+                std::lock_guard l(mu);
+                order.push_back(i);
+            }
+            std::this_thread::sleep_for(50ms);
+        });
+        // The next waiter starts only once this one has its ticket.
+        for (int t = 0; t < 500 && a.waiters("sem/fifo").size() < static_cast<std::size_t>(i + 1); ++t)
+            std::this_thread::sleep_for(10ms);
+        REQUIRE(a.waiters("sem/fifo").size() == static_cast<std::size_t>(i + 1));
+    }
+    only->release();
+    for (auto& t : threads) t.join();
+    CHECK(order == std::vector<int>{0, 1, 2});
+}
+
+TEST_CASE_TEMPLATE("bad input to the new primitives is refused before any SQL", Db, ALL_BACKENDS) {
+    Db db;
+    auto a = db.open_quiet();
+    (void)a.try_acquire_permit("sem/warm", 1);  // the schema check is behind us
+    const auto before = a.stats().statements;
+    CHECK_THROWS_AS((void)a.try_acquire_permit("sem/x", 0), sqlock::config_error);
+    CHECK_THROWS_AS((void)a.try_acquire_permit("sem/x", -3), sqlock::config_error);
+    CHECK_THROWS_AS((void)a.try_acquire_permit("sem/x", 2'000'000), sqlock::config_error);
+    CHECK_THROWS_AS((void)a.acquire_permit("sem/x", 0, 1s), sqlock::config_error);
+    CHECK_THROWS_AS(a.set_permits("sem/x", 0), sqlock::config_error);
+    CHECK_THROWS_AS((void)a.try_acquire_permit("", 1), sqlock::config_error);
+    CHECK_THROWS_AS((void)a.try_acquire_shared(""), sqlock::config_error);
+    CHECK_THROWS_AS((void)a.try_acquire_shared("k", {.mode = sqlock::mode::select_for_update}), sqlock::config_error);
+    CHECK_THROWS_AS((void)a.acquire_permit("sem/x", 1, 1s, {.mode = sqlock::mode::select_for_update}),
+                    sqlock::config_error);
+    CHECK(a.stats().statements == before);
+}
+
+TEST_CASE_TEMPLATE("readers overlap and a writer overlaps nobody, across processes", Db, ALL_BACKENDS) {
+    constexpr int workers = 4, iterations = 200;
+    Db db;
+    (void)db.open();  // migrated once, before the workers start
+    test::temp_dir dir;
+    const std::string log = (dir.path / "events").string();
+    auto children = spawn(workers, {"rw", db.url(), db.prefix, "rw/procs", std::to_string(iterations), "5", "2000",
+                                    log});
+    finish(children, iterations);
+    const auto r = replay_log(log);
+    CHECK(r.lines == workers * iterations * 2);
+    CHECK(r.unbalanced == 0);
+    CHECK(r.max_writers == 1);
+    CHECK(r.readers_with_writer == 0);
+    CHECK(r.max_readers > 1);  // readers did hold the key together
+}
+
+TEST_CASE_TEMPLATE("a writer is served while readers keep arriving, across processes", Db, ALL_BACKENDS) {
+    constexpr int readers = 3, iterations = 60;
+    Db db;
+    auto c = db.open();
+    test::temp_dir dir;
+    const std::string log = (dir.path / "events").string();
+    // Readers only, each holding 40 ms: together they keep the key shared.
+    auto children = spawn(readers, {"rw", db.url(), db.prefix, "rw/stream", std::to_string(iterations), "0",
+                                    "40000", log});
+    for (int i = 0; i < 500 && c.holders("rw/stream").size() < 2; ++i) std::this_thread::sleep_for(5ms);
+    auto w = c.acquire("rw/stream", 60s);
+    // Granted while the readers still had turns to take.
+    const auto seen = replay_log(log);
+    CHECK(seen.lines < readers * iterations * 2);
+    w.release();
+    finish(children, iterations);
+}
+
+TEST_CASE_TEMPLATE("a semaphore never has more than N holders inside, across processes", Db, ALL_BACKENDS) {
+    constexpr int workers = 6, iterations = 40, permits = 3;
+    Db db;
+    (void)db.open();
+    test::temp_dir dir;
+    const std::string log = (dir.path / "events").string();
+    auto children = spawn(workers, {"sem", db.url(), db.prefix, "sem/procs", std::to_string(permits),
+                                    std::to_string(iterations), "3000", log});
+    finish(children, iterations);
+    const auto r = replay_log(log);
+    CHECK(r.lines == workers * iterations * 2);
+    CHECK(r.unbalanced == 0);
+    CHECK(r.max_permits <= permits);
+    CHECK(r.max_permits > 1);
+}
+
+TEST_CASE_TEMPLATE("a kill -9ed permit holder's permit returns after its lease", Db, ALL_BACKENDS) {
+    Db db;
+    auto c = db.open();
+    std::vector<test::child> holder;
+    holder.emplace_back(std::vector<std::string>{test::worker_path(), "hold-permit", db.url(), db.prefix,
+                                                 "sem/killed", "1", "1500"});
+    const auto line = test::line_or_eof(holder[0].read_line(30s));
+    REQUIRE(line.rfind("token ", 0) == 0);
+    const auto token = std::stoll(line.substr(6));
+    holder[0].signal(SIGKILL);
+    CHECK(holder[0].wait() == 128 + SIGKILL);
+    CHECK_FALSE(c.try_acquire_permit("sem/killed", 1));  // its lease still runs
+    auto next = c.acquire_permit("sem/killed", 1, 20s);
+    CHECK(next.token() > token);
+    CHECK(c.sweep() >= 1);  // the dead permit's row
+}
+
+}  // TEST_SUITE
