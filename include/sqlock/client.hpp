@@ -63,7 +63,8 @@ struct waiter_info {
 
 // What a client's backend offers; the same for every client of one backend.
 struct client_capabilities {
-    bool row_locks = false;           // mode::select_for_update is available (PostgreSQL, MySQL/MariaDB)
+    bool row_locks = false;           // mode::select_for_update is available (PostgreSQL, MySQL/MariaDB;
+                                      // not through a transaction pool, not on Galera)
     bool wake_ups = false;            // a release wakes waiters in other processes through the database
                                       // (PostgreSQL LISTEN/NOTIFY); elsewhere they poll
     bool sql_fence = false;           // lease::fence_sql() names an SQL function that fences writes
