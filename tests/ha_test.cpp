@@ -107,6 +107,21 @@ void wait_for_count(const std::string& file, long n) {
         60s));
 }
 
+// select_for_update is refused with a config_error that names the reason
+// (`why`) and the modes to use instead.
+void check_row_locks_refused(const std::string& url, const std::string& why) {
+    auto c = open(url, new_prefix());
+    c.migrate();
+    CHECK_FALSE(c.capabilities().row_locks);
+    try {
+        (void)c.try_acquire("ha/row-locks", {.mode = mode::select_for_update});
+        FAIL("expected config_error");
+    } catch (const sqlock::config_error& e) {
+        CHECK(std::string(e.what()).find(why) != std::string::npos);
+        CHECK(std::string(e.what()).find("conditional_update") != std::string::npos);
+    }
+}
+
 bool full() {
     const char* v = std::getenv("SQLOCK_TEST_HA_FULL");
     return v && std::string(v) == "1";
@@ -216,16 +231,7 @@ TEST_CASE("replica-async: a failover can lose an acknowledged grant, and its tok
 // ---------------------------------------------------------------------------
 
 TEST_CASE("Galera: select_for_update is refused with what to do") {
-    auto c = open(galera_urls().front(), new_prefix());
-    c.migrate();
-    CHECK_FALSE(c.capabilities().row_locks);
-    try {
-        (void)c.try_acquire("ha/galera-rows", {.mode = mode::select_for_update});
-        FAIL("expected config_error");
-    } catch (const sqlock::config_error& e) {
-        CHECK(std::string(e.what()).find("Galera") != std::string::npos);
-        CHECK(std::string(e.what()).find("conditional_update") != std::string::npos);
-    }
+    check_row_locks_refused(galera_urls().front(), "Galera");
 }
 
 TEST_CASE("Galera: concurrent migrations on every node serialise") {
@@ -267,16 +273,9 @@ TEST_CASE("Galera: clients on three nodes exclude each other, also when a node d
 // ---------------------------------------------------------------------------
 
 TEST_CASE("PgBouncer: select_for_update and LISTEN are off, and say why") {
-    auto c = open(test::env_or_throw("SQLOCK_TEST_HA_PGBOUNCER_URL"), new_prefix());
-    c.migrate();
-    CHECK_FALSE(c.capabilities().row_locks);
-    CHECK_FALSE(c.capabilities().wake_ups);
-    try {
-        (void)c.try_acquire("ha/pooled-rows", {.mode = mode::select_for_update});
-        FAIL("expected config_error");
-    } catch (const sqlock::config_error& e) {
-        CHECK(std::string(e.what()).find("sqlock_pool_mode=transaction") != std::string::npos);
-    }
+    const auto url = test::env_or_throw("SQLOCK_TEST_HA_PGBOUNCER_URL");
+    check_row_locks_refused(url, "sqlock_pool_mode=transaction");
+    CHECK_FALSE(open(url, new_prefix()).capabilities().wake_ups);
     CHECK_THROWS_AS(sqlock::client::open("postgresql://127.0.0.1:1/x?sqlock_pool_mode=statement"),
                     sqlock::config_error);
     CHECK_THROWS_AS(sqlock::client::open("postgresql://127.0.0.1:1/x?sqlock_pool_mode=yes"), sqlock::config_error);

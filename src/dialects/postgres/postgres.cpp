@@ -82,8 +82,11 @@ public:
         std::lock_guard lock(mu_);
         if (!thread_.joinable()) thread_ = std::thread([this] { main(); });
         const auto id = ++next_;
-        armed_[id] = {&conn, std::chrono::steady_clock::now() + bound};
-        cv_.notify_all();
+        const auto deadline = std::chrono::steady_clock::now() + bound;
+        armed_[id] = {&conn, deadline};
+        // Wake the thread only when it would sleep past this deadline (most
+        // statements share one bound, so their deadlines come in order).
+        if (deadline < wake_at_) cv_.notify_all();
         return id;
     }
     void disarm(std::uint64_t id) {
@@ -115,6 +118,7 @@ private:
                     ++it;
                 }
             }
+            wake_at_ = next;
             if (next == std::chrono::steady_clock::time_point::max()) cv_.wait(lock);
             else cv_.wait_until(lock, next);
         }
@@ -124,6 +128,7 @@ private:
     std::condition_variable cv_;
     std::map<std::uint64_t, entry> armed_;
     std::uint64_t next_ = 0;
+    std::chrono::steady_clock::time_point wake_at_ = std::chrono::steady_clock::time_point::min();
     bool stop_ = false;
     std::thread thread_;
 };
