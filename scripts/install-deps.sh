@@ -43,6 +43,9 @@ TEST=(
   libpqxx-dev libmysqlcppconn-dev doctest-dev libcli11-dev nlohmann-json3-dev
   # database servers the integration tests run throwaway instances of
   postgresql mariadb-server
+  # the replicated and pooled topologies of scripts/ha.sh: MariaDB Galera (its
+  # rsync state transfer; socat for its other methods) and PgBouncer
+  galera-4 rsync socat pgbouncer
   # test helpers: clock skew (faketime), process inspection (ps), ports and
   # network namespaces (ss, ip, from iproute2), dropped packets (nftables),
   # rendering the man page (groff), making the .deb packages (dpkg-dev, file)

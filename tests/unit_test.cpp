@@ -34,6 +34,20 @@ TEST_CASE("postgres URLs are handed to libpq as given") {
     CHECK_THROWS_AS(parse_url("postgresql:app"), sqlock::config_error);
 }
 
+TEST_CASE("libpq multi-host URLs are accepted, and their password is masked") {
+    const std::string url =
+        "postgresql://app:s3cr%40t@10.0.0.1:5432,10.0.0.2:5433/app?target_session_attrs=read-write";
+    auto u = parse_url(url);
+    CHECK(u.raw == url);
+    CHECK(u.secrets == std::vector<std::string>{"s3cr%40t", "s3cr@t"});
+    CHECK(redact_url(url) == "postgresql://app:***@10.0.0.1:5432,10.0.0.2:5433/app?target_session_attrs=read-write");
+    // Without a user: a port per host, and an '@' in a parameter.
+    CHECK_NOTHROW(parse_url("postgresql://h1:5432,h2/app?user=me@corp"));
+    CHECK_NOTHROW(parse_url("postgresql://h1,h2:5433/app?user=me@corp&sqlock_pool_mode=transaction"));
+    // A password with an unencoded '/' still shows as a port that is not a number.
+    CHECK_THROWS_AS(parse_url("postgresql://h1:5432,u:pa/ss@h2/app"), sqlock::config_error);
+}
+
 TEST_CASE("mysql URLs name user, password, host, port, database and socket") {
     auto u = sqlock::detail::parse_mysql_url("mysql://app:p%40ss@db.example:3307/orders");
     CHECK(u.user == "app");

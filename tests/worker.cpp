@@ -6,6 +6,12 @@
 //       ITERATIONS times: acquire KEY, read the integer in FILE, sleep a
 //       little, write it back plus one, append "token owner" to FILE.tokens,
 //       release. Unguarded read-modify-write: only the lock keeps it exact.
+//   ha-counter URLS PREFIX KEY MODE ITERATIONS FILE LEASE_MS
+//       `counter` through a failover or a dead cluster node (scripts/ha.sh):
+//       URLS is a space-separated list of URLs, used in turn; an open,
+//       acquire or release that fails with a connection or database error
+//       moves to the next URL and goes on. A lease already lost when
+//       acquire returns is not used. Prints "done N", "errors E", "lost L".
 //   hold URL PREFIX KEY MODE LEASE_MS
 //       acquire KEY (waiting up to 30 s), print "token T", then sleep until killed.
 //   migrate URL PREFIX
@@ -74,7 +80,9 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <random>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -140,6 +148,60 @@ int counter(char** argv) {
         lease.release();
     }
     say("done " + std::to_string(iterations));
+    return 0;
+}
+
+int ha_counter(char** argv) {
+    std::vector<std::string> urls;
+    {
+        std::istringstream words(argv[2]);
+        for (std::string u; words >> u;) urls.push_back(u);
+    }
+    const std::string prefix = argv[3], key = argv[4], file = argv[7];
+    const auto m = parse_mode(argv[5]);
+    const int iterations = std::stoi(argv[6]);
+    const auto lease_len = std::chrono::milliseconds(std::stoll(argv[8]));
+    std::mt19937 rng(static_cast<unsigned>(getpid()));
+    std::optional<sqlock::client> db;
+    std::size_t at = 0;
+    int done = 0, errors = 0, lost = 0;
+    auto next_url = [&] {
+        ++errors;
+        db.reset();
+        ++at;
+        std::this_thread::sleep_for(50ms);
+    };
+    const auto give_up = std::chrono::steady_clock::now() + 150s;
+    while (done < iterations) {
+        if (std::chrono::steady_clock::now() > give_up) {
+            say("gave up after " + std::to_string(done));
+            return 1;
+        }
+        try {
+            if (!db) db.emplace(open(urls[at % urls.size()], prefix));
+            auto lease = db->acquire(key, 30s, {.mode = m, .lease = lease_len});
+            if (lease.lost()) {
+                ++lost;
+                continue;
+            }
+            increment_under(lease, file, rng);
+            ++done;
+            try {
+                lease.release();
+            } catch (const sqlock::lease_lost_error&) {
+                ++lost;
+            }
+        } catch (const sqlock::connection_error&) {
+            next_url();
+        } catch (const sqlock::db_error&) {
+            next_url();
+        } catch (const sqlock::timeout_error&) {
+            ++errors;
+        }
+    }
+    say("done " + std::to_string(done));
+    say("errors " + std::to_string(errors));
+    say("lost " + std::to_string(lost));
     return 0;
 }
 
@@ -459,6 +521,7 @@ int main(int argc, char** argv) {
         const std::string cmd = argc > 1 ? argv[1] : "";
         if (cmd == "counter" && argc == 8) return counter(argv);
         if (cmd == "hold" && argc == 7) return hold(argv);
+        if (cmd == "ha-counter" && argc == 9) return ha_counter(argv);
         if (cmd == "migrate" && argc == 4) return migrate(argv);
         if (cmd == "clock" && argc == 6) return clock_scenario(argv);
         if (cmd == "frozen" && argc == 7) return frozen(argv);

@@ -75,10 +75,12 @@ struct holder_info {
 
 // What a client's backend offers; the same for every client of one backend.
 struct client_capabilities {
-    bool row_locks = false;           // mode::select_for_update is available (PostgreSQL, MySQL/MariaDB)
+    bool row_locks = false;           // mode::select_for_update is available (PostgreSQL, MySQL/MariaDB;
+                                      // not through a transaction pool, not on Galera)
     bool wake_ups = false;            // a release wakes the head waiter in another process at once
                                       // (PostgreSQL LISTEN/NOTIFY, MariaDB's doorbell, SQLite's
-                                      // datagram socket); without (Galera) waiters poll
+                                      // datagram socket); without (Galera, a transaction pool)
+                                      // waiters poll
     bool sql_fence = false;           // lease::fence_sql() names an SQL function that fences writes
     bool relaxed_durability = false;  // client_options::durability = relaxed is accepted
     bool embedded = false;            // a file this process opens, no server (SQLite): created on first use

@@ -31,8 +31,9 @@ enum class mode {
     conditional_update,
     // The key's row is locked with SELECT ... FOR UPDATE in a transaction kept
     // open on a dedicated connection until release; the server frees it when
-    // that connection dies. Pins one connection per held key; does not work
-    // through a transaction-pooling proxy; not available on SQLite.
+    // that connection dies. Pins one connection per held key; refused
+    // (config_error) through a transaction-pooling proxy
+    // (sqlock_pool_mode=transaction), on a Galera cluster and on SQLite.
     select_for_update,
 };
 

@@ -4,6 +4,10 @@
 # as the invoking user (root included), detached with setsid, its pid in
 # DIR/my/mariadbd.pid.
 
+# Extra mariadbd arguments for the next my_launch (scripts/ha.sh bootstraps a
+# Galera cluster with --wsrep-new-cluster).
+MY_LAUNCH_ARGS=()
+
 my_admin() { # my_admin ARGS...: mariadb-admin as root over the unix socket
   timeout 20 mariadb-admin --no-defaults --protocol=socket -S "$MY_SOCK" -uroot "$@"
 }
@@ -97,7 +101,7 @@ my_launch() {
   rm -f "$MY_PID_FILE"
   # shellcheck disable=SC2016 # $$ and $1 are for the inner shell
   setsid bash -c 'echo $$ >"$1"; shift; exec "$@"' sqlock-mariadbd "$MY_PID_FILE" \
-    "$mariadbd" --defaults-file="$MY_CNF" --port="$port" --innodb-fast-shutdown=2 \
+    "$mariadbd" --defaults-file="$MY_CNF" --port="$port" --innodb-fast-shutdown=2 "${MY_LAUNCH_ARGS[@]}" \
     </dev/null >>"$MY_OUT" 2>&1 8>&- 9>&- &
   deadline=$((SECONDS + READY_TIMEOUT))
   until pid=$(my_pid 2>/dev/null) && [[ -n "$pid" ]]; do

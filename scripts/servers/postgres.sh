@@ -109,6 +109,8 @@ local   all       all                      scram-sha-256
 host    all       all       127.0.0.1/32   scram-sha-256
 EOF
   ((IS_ROOT)) && chown postgres: "$PG_DATA/pg_hba.conf"
+  # A topology that sources this file (scripts/ha.sh) adds its settings here.
+  if declare -F pg_init_extra >/dev/null; then pg_init_extra; fi
   return 0
 }
 

@@ -70,9 +70,8 @@ client_impl::attempt client_impl::try_grant(std::string_view key, const lock_opt
     validate_lock_options(options);
     check_hold(what, options);
     if (options.mode == mode::select_for_update && !dialect_->capabilities().row_locks)
-        throw config_error(std::string("select_for_update needs row locks, which ") + std::string(dialect_->name()) +
-                           " does not have (it locks the whole database file): use conditional_update or "
-                           "unique_insert");
+        throw config_error("select_for_update needs row locks: " + dialect_->no_row_locks_reason() +
+                           "; or use conditional_update or unique_insert");
     check_schema();
     if (options.reentrant && what.kind == 'X') {
         if (auto g = reentry_.find(key)) return {std::move(g), true, std::nullopt};

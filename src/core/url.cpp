@@ -74,9 +74,17 @@ void check_server_url(std::string_view url, std::string_view rest) {
     // path segment.
     const auto later_at = rest.find('@', auth_end);
     if (later_at == std::string_view::npos) return;
-    const auto colon = auth.rfind(':');
-    const bool bad_port = colon != std::string_view::npos && auth.find(']') == std::string_view::npos &&
-                          !all_digits(auth.substr(colon + 1));
+    // A libpq multi-host authority (h1:5432,h2:5433) has a port per host.
+    bool bad_port = false;
+    for (std::size_t begin = 0; begin <= auth.size();) {
+        const auto end = std::min(auth.find(',', begin), auth.size());
+        const std::string_view host = auth.substr(begin, end - begin);
+        const auto colon = host.rfind(':');
+        if (colon != std::string_view::npos && host.find(']') == std::string_view::npos &&
+            !all_digits(host.substr(colon + 1)))
+            bad_port = true;
+        begin = end + 1;
+    }
     const auto segment_end = rest.find_first_of("/?", auth_end + 1);
     const bool at_in_first_segment = rest[auth_end] == '/' && later_at < segment_end;
     // In a query an '@' may follow a '=' (user=me@corp), never precede the first one.

@@ -312,6 +312,11 @@ public:
     // Statements and migrations, the table prefix applied.
     const sql_library& sql() const { return sql_; }
     virtual client_capabilities capabilities() const = 0;
+    // Why select_for_update is refused when capabilities().row_locks is
+    // false: what is missing and what to do instead.
+    virtual std::string no_row_locks_reason() const {
+        return std::string(name()) + " has no row locks (it locks the whole database file)";
+    }
     virtual std::unique_ptr<session> connect() = 0;
     // A dedicated connection listening on `channel`; only when
     // capabilities().wake_ups.

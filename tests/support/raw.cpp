@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <string_view>
 
 namespace test {
 namespace {
@@ -75,7 +76,13 @@ public:
     explicit pg_raw(const std::string& url) : conn_(url) {}
     // Keepalives find a silent server (replies dropped) and TCP_USER_TIMEOUT
     // one that stopped acknowledging, each within about io_bound.
-    static std::string bounded(const std::string& url, std::chrono::seconds io_bound) {
+    static std::string bounded(std::string url, std::chrono::seconds io_bound) {
+        // sqlock's own parameter, which libpq does not know (PgBouncer URLs).
+        for (const char* p : {"&sqlock_pool_mode=transaction", "?sqlock_pool_mode=transaction"})
+            if (auto at = url.find(p); at != std::string::npos) {
+                url.erase(at, std::string_view(p).size());
+                if (p[0] == '?' && at < url.size()) url[at] = '?';
+            }
         if (io_bound.count() <= 0) return url;
         const auto s = std::to_string(std::max<std::int64_t>(io_bound.count() / 3, 1));
         return url + (url.find('?') == std::string::npos ? "?" : "&") + "connect_timeout=" +

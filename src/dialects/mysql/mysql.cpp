@@ -23,6 +23,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <set>
 #include <string>
 #include <thread>
@@ -40,6 +41,12 @@ constexpr int er_no_such_table = 1146;
 constexpr int er_signal_exception = 1644;   // SIGNAL SQLSTATE '45000' (the fence)
 constexpr int er_statement_timeout = 1969;  // max_statement_time exceeded
 constexpr int er_query_interrupted = 1317;  // KILL QUERY: the doorbell rang
+constexpr int er_unknown_system_variable = 1193;
+
+// A Galera certification conflict (another node committed a conflicting
+// write first) fails a statement or COMMIT with 1213 and rolls the whole
+// transaction back: contention, tried again this many times.
+constexpr int deadlock_retries = 5;
 
 // How long migrate() waits for a concurrent migrate() to finish.
 constexpr std::chrono::seconds migrate_wait{120};
@@ -77,11 +84,21 @@ sql::Driver* driver() {
     return instance;
 }
 
+// Whether the server is a Galera node: unknown until the first connection.
+enum class wsrep : int { unknown, off, on };
+
 struct my_setup {
     const dialect_context& ctx;
     const sql_library& sql;
     mysql_url target;
+    mutable std::atomic<wsrep> galera{wsrep::unknown};  // set by every session at connect
 };
+
+std::string galera_no_row_locks() {
+    return "the server is a Galera cluster node (wsrep_on), where SELECT ... FOR UPDATE locks the row on one "
+           "node only and a conflicting commit elsewhere breaks it at certification; use conditional_update or "
+           "unique_insert, whose grants Galera certifies cluster-wide";
+}
 
 class my_session final : public session, public row_lock_ops {
 public:
@@ -113,6 +130,9 @@ public:
             count();
             setup_ps.execute();
             exec(setup_.sql.get("session_isolation"));
+            galera_ = read_wsrep_on();
+            setup_.galera.store(galera_ ? wsrep::on : wsrep::off);
+            if (galera_) exec(setup_.sql.get("session_galera"));
         } catch (const sql::SQLException& e) {
             throw connection_error("cannot connect to MySQL at " + ctx_.redacted_url + ": " +
                                    scrub(e.what(), ctx_.secrets) + " (error " + std::to_string(e.getErrorCode()) + ")");
@@ -356,6 +376,7 @@ public:
 
     attempt lock_row(std::string_view key, std::int64_t lease_ms, std::int64_t ticket,
                      std::int64_t priority) override {
+        if (galera_) throw config_error("select_for_update needs row locks: " + galera_no_row_locks());
         return guarded("lock_row", [&]() -> attempt {
             const int idle_s = seconds_up(std::chrono::milliseconds(lease_ms));
             if (pinned_for_s_ != idle_s) {
@@ -575,7 +596,8 @@ public:
             // read timeout (both from statement_timeout), and migrations on
             // a slow server can take longer than either.
             const auto give_up = std::chrono::steady_clock::now() + migrate_wait;
-            while (scalar("migrate_lock").value_or(0) != 1) {
+            if (galera_) exec(setup_.sql.get("migrate_lock_table"));
+            while (!lock_migration()) {
                 if (std::chrono::steady_clock::now() >= give_up)
                     throw db_error(dialect_name, "",
                                    "waited 2 minutes for another process's migrate() (the named lock '" +
@@ -624,17 +646,6 @@ public:
             if (e.getErrorCode() == er_query_interrupted) return true;
             throw connection_error(std::string("MySQL wake-up listener failed: ") + e.what() + " (error " +
                                    std::to_string(e.getErrorCode()) + ")");
-        }
-    }
-
-    // Whether this server is a Galera node (wsrep_on): its thread ids and
-    // GET_LOCK names are per node. MySQL has no such variable.
-    bool galera() {
-        try {
-            std::unique_ptr<sql::ResultSet> rs(stmt_->executeQuery("SELECT @@wsrep_on"));
-            return rs->next() && rs->getInt(1) == 1;
-        } catch (const sql::SQLException&) {
-            return false;
         }
     }
 
@@ -716,11 +727,43 @@ private:
         return out;
     }
 
+    // One try at the migration lock: a named lock, or on Galera (where named
+    // locks are node-local) the row of migrate_lock_table.sql.
+    bool lock_migration() {
+        if (!galera_) return scalar("migrate_lock").value_or(0) == 1;
+        if (migrator_.empty()) migrator_ = random_owner();
+        try {
+            update("migrate_lock_row", migrator_);
+        } catch (const sql::SQLException& e) {
+            // Another node's migrator took it first (certification or the key).
+            if (!is_contention(e.getErrorCode()) && e.getErrorCode() != er_dup_entry) throw;
+            return false;
+        }
+        return scalar("migrate_lock_owner", migrator_).value_or(0) == 1;
+    }
+
     void unlock_migration() {
         try {
-            scalar("migrate_unlock");
+            if (galera_) update("migrate_unlock_row", migrator_);
+            else scalar("migrate_unlock");
         } catch (...) {
-            // The lock dies with the connection anyway.
+            // The named lock dies with the connection anyway; the row expires.
+        }
+    }
+
+    static std::string random_owner() {
+        std::random_device rd;
+        return std::to_string(rd()) + "-" + std::to_string(rd()) + "-" + std::to_string(rd());
+    }
+
+    bool read_wsrep_on() {
+        try {
+            count();
+            std::unique_ptr<sql::ResultSet> rs(stmt_->executeQuery(setup_.sql.get("wsrep_on")));
+            return rs->next() && rs->getInt(1) == 1;
+        } catch (const sql::SQLException& e) {
+            if (e.getErrorCode() == er_unknown_system_variable) return false;
+            throw;
         }
     }
 
@@ -738,9 +781,31 @@ private:
 
     template <class F>
     auto guarded(const char* what, F&& f) -> decltype(f()) {
-        try {
-            return f();
-        } catch (const sql::SQLException& e) {
+        for (int try_number = 1;; ++try_number) {
+            try {
+                return f();
+            } catch (const sql::SQLException& e) {
+                // A deadlock or a Galera certification conflict rolled the
+                // whole transaction back: nothing of it happened, so it runs
+                // again (but never a fenced transaction, whose body is the
+                // application's).
+                if (e.getErrorCode() != er_lock_deadlock || try_number >= deadlock_retries ||
+                    std::string_view(what) == "fenced transaction")
+                    fail(what, e);
+                if (in_tx_) {
+                    try {
+                        rollback();
+                    } catch (const sql::SQLException&) {
+                        throw connection_error(std::string("MySQL connection unusable after ") + what);
+                    }
+                }
+                std::this_thread::sleep_for(std::chrono::milliseconds(try_number * try_number));
+            }
+        }
+    }
+
+    [[noreturn]] void fail(const char* what, const sql::SQLException& e) {
+        {
             const int code = e.getErrorCode();
             if (is_connection_error(code)) {
                 in_tx_ = false;
@@ -768,6 +833,8 @@ private:
     std::optional<statement_cache> statements_;
     bool in_tx_ = false;
     int pinned_for_s_ = 0;  // idle_transaction_timeout in force
+    bool galera_ = false;   // the server is a Galera node (wsrep_on)
+    std::string migrator_;  // this session's owner id of the Galera migration lock
 };
 
 class my_notifier final : public notifier {
@@ -798,19 +865,15 @@ public:
                 "every database on it, or use strict durability");
     }
     client_capabilities capabilities() const override {
-        return {.row_locks = true,
-                .wake_ups = !galera_.load(std::memory_order_relaxed),
-                .sql_fence = true,
-                .relaxed_durability = false,
+        // The client connects when it opens, so a Galera node is known by the
+        // time anyone asks. There the doorbell cannot reach a waiter on
+        // another node (thread ids are per node): waiters poll.
+        const bool galera = setup_.galera.load() == wsrep::on;
+        return {.row_locks = !galera, .wake_ups = !galera, .sql_fence = true, .relaxed_durability = false,
                 .embedded = false};
     }
-    std::unique_ptr<session> connect() override {
-        auto s = std::make_unique<my_session>(setup_);
-        // The first connection tells whether this is Galera: there the
-        // doorbell cannot reach a waiter on another node, so waiters poll.
-        std::call_once(probed_, [&] { galera_ = s->galera(); });
-        return s;
-    }
+    std::string no_row_locks_reason() const override { return galera_no_row_locks(); }
+    std::unique_ptr<session> connect() override { return std::make_unique<my_session>(setup_); }
     std::unique_ptr<notifier> listen(const std::string& channel) override {
         return std::make_unique<my_notifier>(listener_setup_, channel);
     }
@@ -828,8 +891,6 @@ private:
     // they are not counted (as PostgreSQL's LISTEN connection's are not).
     dialect_context quiet_ctx_;
     my_setup listener_setup_;
-    std::once_flag probed_;
-    std::atomic<bool> galera_{false};
 };
 
 }  // namespace

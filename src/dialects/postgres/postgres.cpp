@@ -15,10 +15,15 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 
 namespace sqlock::detail {
 namespace {
@@ -53,11 +58,135 @@ struct pg_row {
     bool null(int i) const { return r[i].is_null(); }
 };
 
+// Cancels statements that run past the client's own bound. statement_timeout
+// does not cover a commit waiting for a synchronous standby (SyncRep): on a
+// primary whose synchronous standby is gone, or a promoted standby that
+// inherited synchronous_standby_names, that wait never ends, and the server's
+// kernel keeps acknowledging, so no TCP bound fires either. A cancelled
+// SyncRep wait leaves the commit done locally but not replicated; pg_session
+// reports that as a connection_error (its outcome is not durable).
+// One thread per dialect, started on first use, stopped by the destructor.
+class canceller {
+public:
+    ~canceller() {
+        {
+            std::lock_guard lock(mu_);
+            stop_ = true;
+        }
+        cv_.notify_all();
+        if (thread_.joinable()) thread_.join();
+    }
+
+    // Cancels the statement running on `conn` if it is still running after `bound`.
+    std::uint64_t arm(pqxx::connection& conn, std::chrono::milliseconds bound) {
+        std::lock_guard lock(mu_);
+        if (!thread_.joinable()) thread_ = std::thread([this] { main(); });
+        const auto id = ++next_;
+        const auto deadline = std::chrono::steady_clock::now() + bound;
+        armed_[id] = {&conn, deadline};
+        // Wake the thread only when it would sleep past this deadline (most
+        // statements share one bound, so their deadlines come in order).
+        if (deadline < wake_at_) cv_.notify_all();
+        return id;
+    }
+    void disarm(std::uint64_t id) {
+        std::lock_guard lock(mu_);  // a cancel under way finishes before the connection can go
+        armed_.erase(id);
+    }
+
+private:
+    struct entry {
+        pqxx::connection* conn;
+        std::chrono::steady_clock::time_point deadline;
+    };
+
+    void main() {
+        std::unique_lock lock(mu_);
+        while (!stop_) {
+            auto next = std::chrono::steady_clock::time_point::max();
+            const auto now = std::chrono::steady_clock::now();
+            for (auto it = armed_.begin(); it != armed_.end();) {
+                if (it->second.deadline <= now) {
+                    try {
+                        it->second.conn->cancel_query();  // PQcancel: safe from another thread
+                    } catch (const std::exception&) {
+                        // The connection is gone: its statement fails on its own.
+                    }
+                    it = armed_.erase(it);
+                } else {
+                    next = std::min(next, it->second.deadline);
+                    ++it;
+                }
+            }
+            wake_at_ = next;
+            if (next == std::chrono::steady_clock::time_point::max()) cv_.wait(lock);
+            else cv_.wait_until(lock, next);
+        }
+    }
+
+    std::mutex mu_;
+    std::condition_variable cv_;
+    std::map<std::uint64_t, entry> armed_;
+    std::uint64_t next_ = 0;
+    std::chrono::steady_clock::time_point wake_at_ = std::chrono::steady_clock::time_point::min();
+    bool stop_ = false;
+    std::thread thread_;
+};
+
+// Notices of a commit whose wait for a synchronous standby was cancelled.
+class unreplicated_notices final : public pqxx::errorhandler {
+public:
+    explicit unreplicated_notices(pqxx::connection& c) : pqxx::errorhandler(c) {}
+    bool operator()(const char msg[]) noexcept override {
+        if (std::string_view(msg).find("might not have been replicated") == std::string_view::npos) return true;
+        seen = true;  // reported as an error instead (pg_session::check_replicated)
+        return false;
+    }
+    bool seen = false;
+};
+
+// How the connections reach the server: directly or through a session pool
+// (the default), or through a transaction-pooling proxy (PgBouncer's
+// pool_mode = transaction), where a server session serves other clients
+// between transactions: no session state, no named prepared statements,
+// no LISTEN, no transaction held open across calls.
+enum class pool_mode { session, transaction };
+
+// Removes sqlock's own parameter sqlock_pool_mode from a libpq URL (libpq
+// refuses parameters it does not know) and returns its value.
+pool_mode take_pool_mode(std::string& url) {
+    static constexpr std::string_view key = "sqlock_pool_mode=";
+    const auto query = url.find('?');
+    if (query == std::string::npos) return pool_mode::session;
+    for (auto pos = query; pos != std::string::npos && pos < url.size(); pos = url.find('&', pos + 1)) {
+        if (url.compare(pos + 1, key.size(), key) != 0) continue;
+        const auto end = url.find('&', pos + 1);
+        const std::string value =
+            url.substr(pos + 1 + key.size(), (end == std::string::npos ? url.size() : end) - pos - 1 - key.size());
+        // Drop "&key=value", or "key=value&" right after the '?'.
+        if (url[pos] == '&') url.erase(pos, (end == std::string::npos ? url.size() : end) - pos);
+        else url.erase(pos + 1, end == std::string::npos ? url.size() - pos - 1 : end - pos);
+        if (url.back() == '?') url.pop_back();
+        if (value == "session") return pool_mode::session;
+        if (value == "transaction") return pool_mode::transaction;
+        if (value == "statement")
+            throw config_error("sqlock_pool_mode=statement is not supported: sqlock's grants and fenced writes are "
+                               "transactions of several statements; point sqlock at a pool in transaction or "
+                               "session mode and say which with sqlock_pool_mode=transaction or session");
+        throw config_error("sqlock_pool_mode must be 'session' (a direct connection or a session pool) or "
+                           "'transaction' (PgBouncer's pool_mode = transaction)");
+    }
+    return pool_mode::session;
+}
+
 struct pg_setup {
     const dialect_context& ctx;
     const sql_library& sql;
     std::string conninfo;
     unsigned user_timeout_ms;  // tcp_user_timeout from the conninfo
+    pool_mode pooling = pool_mode::session;
+    std::string local_setup;   // pool_mode::transaction: session_setup's settings as SET LOCAL
+    canceller* cancels = nullptr;
 };
 
 class pg_session final : public session, public row_lock_ops {
@@ -65,6 +194,11 @@ public:
     explicit pg_session(const pg_setup& setup) : setup_(setup), ctx_(setup.ctx) {
         try {
             conn_.emplace(setup.conninfo);
+            notices_.emplace(*conn_);
+            // Through a transaction pool every transaction sets its own
+            // settings (SET LOCAL): session settings would stay with the
+            // server session, for other clients, and not follow this one.
+            if (setup_.pooling == pool_mode::transaction) return;
             pqxx::nontransaction tx(*conn_);
             count();
             tx.exec_params(setup_.sql.get("session_setup"), std::to_string(ctx_.options.row_lock_timeout.count()),
@@ -138,6 +272,7 @@ public:
         // (set at connect) turn a silent peer into unacknowledged data.
         // libpq has no read timeout of its own.
         const unsigned ms = static_cast<unsigned>(bound.count() > 0 ? bound.count() : setup_.user_timeout_ms);
+        bound_ = bound;
         const int fd = conn_->sock();
         if (fd >= 0) ::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof ms);
     }
@@ -360,17 +495,17 @@ public:
                         const std::function<bool(ledger&)>& body) override {
         return guarded("fenced transaction", [&]() -> fence_result {
             pqxx::work tx(*conn_, "sqlock fenced");
+            local_settings(tx);
             try {
                 count();
-                tx.exec_prepared(prepared("fence"), arg(key), token);
+                call(tx, "fence", key, token);
             } catch (const pqxx::sql_error& e) {
                 if (e.sqlstate() != fence_sqlstate) throw;
                 return {false, fence_message(e)};
             }
             pg_ledger l(*this, tx);
             if (body(l)) {
-                count();
-                tx.commit();
+                commit(tx, "a fenced transaction");
                 fault(fault_point::fenced_commit_done);
             }
             return {true, ""};
@@ -412,6 +547,7 @@ public:
             // DDL is transactional here: the whole upgrade commits or none of
             // it does, and the advisory lock queues concurrent migrators.
             pqxx::work tx(*conn_, "sqlock migrate");
+            local_settings(tx);
             count();
             tx.exec(setup_.sql.get("migrate_lock"));
             count();
@@ -425,8 +561,7 @@ public:
                 count();
                 tx.exec(m.text);
             }
-            count();
-            tx.commit();
+            commit(tx, "the migration");
         });
     }
 
@@ -443,15 +578,14 @@ private:
         pg_ledger(pg_session& s, pqxx::work& tx) : s_(s), tx_(tx) {}
         std::optional<job_row> read(std::string_view job, std::string_view run_key) override {
             s_.count();
-            auto res = tx_.exec_prepared(s_.prepared("job_lock"), arg(job), arg(run_key));
+            auto res = s_.call(tx_, "job_lock", job, run_key);
             if (res.empty()) return std::nullopt;
             return read_job_row(pg_row{res[0]});
         }
         void write(const job_write& w) override {
             s_.count();
-            tx_.exec_prepared(s_.prepared("job_write"), arg(w.job), arg(w.run_key), arg(w.status), arg(w.owner),
-                              arg(w.holder), w.token, w.attempts, w.starting, w.retry_in_ms, arg(w.result),
-                              arg(w.last_error));
+            s_.call(tx_, "job_write", w.job, w.run_key, w.status, w.owner, w.holder, w.token, w.attempts, w.starting,
+                    w.retry_in_ms, w.result, w.last_error);
         }
 
     private:
@@ -469,12 +603,80 @@ private:
         return name;
     }
 
-    // One prepared statement outside any transaction (autocommit).
+    // The statement `name` in tx: prepared once per connection, or, through
+    // a transaction pool, sent unnamed (PQexecParams), as named prepared
+    // statements would stay with a server session other clients share.
+    template <class... Args>
+    pqxx::result call(pqxx::transaction_base& tx, const std::string& name, const Args&... args) {
+        const auto armed = setup_.cancels->arm(*conn_, client_bound());
+        struct disarm {
+            canceller& c;
+            std::uint64_t id;
+            ~disarm() { c.disarm(id); }
+        } guard{*setup_.cancels, armed};
+        if (setup_.pooling == pool_mode::transaction) return tx.exec_params(setup_.sql.get(name), arg(args)...);
+        return tx.exec_prepared(prepared(name), arg(args)...);
+    }
+
+    // The client's bound on one statement: the statement timeout plus time
+    // for the answer, or what the watchdog asked for (bound_waits).
+    std::chrono::milliseconds client_bound() const {
+        return bound_.count() > 0 ? bound_ : ctx_.options.statement_timeout + std::chrono::seconds(1);
+    }
+
+    // A transaction's first statement, through a transaction pool: the
+    // session settings, for this transaction only.
+    void local_settings(pqxx::transaction_base& tx) {
+        if (setup_.pooling != pool_mode::transaction) return;
+        count();
+        tx.exec(setup_.local_setup);
+    }
+
+    // After a commit: a commit whose wait for a synchronous standby was
+    // cancelled is done locally but not replicated; a failover could lose
+    // it, so it counts as failed (a grant's key then stays blocked until
+    // its lease runs out, never granted twice).
+    void check_replicated(const char* what) {
+        if (!notices_ || !notices_->seen) return;
+        notices_->seen = false;
+        throw connection_error(std::string("PostgreSQL committed ") + what +
+                               " locally, but the synchronous standby did not confirm it within the client's bound "
+                               "(statement_timeout + 1 s): treat it as failed; check the standby and "
+                               "synchronous_standby_names (see docs/high-availability.md)");
+    }
+
+    // Commits tx within the client's bound (see canceller).
+    void commit(pqxx::transaction_base& tx, const char* what) {
+        count();
+        const auto armed = setup_.cancels->arm(*conn_, client_bound());
+        try {
+            tx.commit();
+        } catch (...) {
+            setup_.cancels->disarm(armed);
+            throw;
+        }
+        setup_.cancels->disarm(armed);
+        check_replicated(what);
+    }
+
+    // One statement in a transaction of its own: autocommit, or through a
+    // transaction pool BEGIN, the settings, the statement, COMMIT.
     template <class... Args>
     pqxx::result run(const std::string& name, const Args&... args) {
-        pqxx::nontransaction tx(*conn_);
-        count();
-        return tx.exec_prepared(prepared(name), arg(args)...);
+        pqxx::result res;
+        if (setup_.pooling == pool_mode::transaction) {
+            pqxx::work tx(*conn_);
+            local_settings(tx);
+            count();
+            res = call(tx, name, args...);
+            commit(tx, name.c_str());
+        } else {
+            pqxx::nontransaction tx(*conn_);
+            count();
+            res = call(tx, name, args...);
+        }
+        check_replicated(name.c_str());
+        return res;
     }
 
     // run(), guarded, giving the number of rows the statement changed.
@@ -514,6 +716,8 @@ private:
     const pg_setup& setup_;
     const dialect_context& ctx_;
     std::optional<pqxx::connection> conn_;
+    std::optional<unreplicated_notices> notices_;  // destroyed before conn_
+    std::chrono::milliseconds bound_{0};           // from bound_waits; 0: client_bound()'s default
     std::optional<pqxx::work> held_;  // select_for_update's open transaction
     std::set<std::string> prepared_;
     std::int64_t pinned_for_ms_ = 0;  // idle_in_transaction_session_timeout in force
@@ -592,9 +796,28 @@ public:
         add("keepalives_interval", "1");
         add("keepalives_count", "3");
         add("application_name", "sqlock");
+        setup_.cancels = &cancels_;
+        setup_.pooling = take_pool_mode(conninfo);
+        const auto ms = [](std::chrono::milliseconds d) { return "'" + std::to_string(d.count()) + "ms'"; };
+        setup_.local_setup = "SELECT set_config('lock_timeout', " + ms(ctx.options.row_lock_timeout) +
+                             ", true), set_config('statement_timeout', " + ms(ctx.options.statement_timeout) +
+                             ", true)" +
+                             (ctx.options.durability == durability::relaxed
+                                  ? ", set_config('synchronous_commit', 'off', true)"
+                                  : "");
     }
     client_capabilities capabilities() const override {
-        return {.row_locks = true, .wake_ups = true, .sql_fence = true, .relaxed_durability = true, .embedded = false};
+        // Through a transaction pool: no LISTEN (a notification would reach
+        // whichever client holds the server session next; waiters poll) and
+        // no select_for_update (its transaction stays open across calls).
+        const bool pooled = setup_.pooling == pool_mode::transaction;
+        return {.row_locks = !pooled, .wake_ups = !pooled, .sql_fence = true, .relaxed_durability = true,
+                .embedded = false};
+    }
+    std::string no_row_locks_reason() const override {
+        return "the PostgreSQL URL says sqlock_pool_mode=transaction, and a transaction pool (PgBouncer's "
+               "pool_mode = transaction) cannot keep the row lock's transaction open on one server session; "
+               "connect select_for_update clients to PostgreSQL directly or through a session pool";
     }
     std::unique_ptr<session> connect() override { return std::make_unique<pg_session>(setup_); }
     std::unique_ptr<notifier> listen(const std::string& channel) override {
@@ -603,6 +826,7 @@ public:
     std::string fence_sql() const override { return "SELECT " + sql().prefix() + "assert_held($1, $2)"; }
 
 private:
+    canceller cancels_;  // destroyed after every session: they outlive no client
     pg_setup setup_;
 };
 
