@@ -207,6 +207,9 @@ public:
     // key (1 to 255 bytes of UTF-8 without NUL). For checking input early;
     // every call that takes a key checks it too.
     static void check_key(std::string_view key);
+    // Throws config_error, saying what is wrong, unless `keys` is a set
+    // acquire_all() takes: 1 to max_keys_per_set valid keys, none twice.
+    static void check_keys(const std::vector<std::string>& keys);
 
     // Keys starting with `prefix` ("" for all) held right now, sorted by key;
     // at most `limit` of them.

@@ -65,6 +65,8 @@ void check_set_options(const lock_options& options) {
 
 // --- the client's facade -----------------------------------------------------------
 
+void client::check_keys(const std::vector<std::string>& keys) { (void)detail::canonical_keys(keys); }
+
 std::optional<multi_lease> client::try_acquire_all(const std::vector<std::string>& keys,
                                                    const lock_options& options) {
     auto sorted = detail::canonical_keys(keys);
