@@ -6,6 +6,7 @@
 #include <ctime>
 #include <functional>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
@@ -54,12 +55,25 @@ contender contender::parse(const std::string& id) {
         kind.resize(kind.size() - 8);
     }
     const std::string mode = parts.size() > 2 ? parts[2] : "";
+    for (const char* p : {"shared", "permit", "set3"}) {
+        if (kind == std::string("sqlock-") + p && !c.relaxed) {
+            c.primitive = p;
+            kind = "sqlock";
+        }
+    }
     if (kind == "sqlock" || kind == "raw") {
         if (mode != "unique_insert" && mode != "conditional_update" && mode != "select_for_update")
             throw std::invalid_argument("contender '" + id + "' needs a mode");
         c.kind = kind == "sqlock" ? family::sqlock : family::raw;
         c.mode = mode;
-        c.label = std::string(kind == "sqlock" ? "sqlock " : "raw ") + short_mode(mode) + (c.relaxed ? " relaxed" : "");
+        c.label = std::string(kind == "sqlock" ? "sqlock " : "raw ") +
+                  (c.primitive == "shared"   ? "shared "
+                   : c.primitive == "permit" ? "permit "
+                   : c.primitive == "set3"   ? "3 keys "
+                                             : "") +
+                  short_mode(mode) + (c.relaxed ? " relaxed" : "");
+        if (!c.primitive.empty() && mode == "select_for_update")
+            throw std::invalid_argument("contender '" + id + "': shared locks, permits and sets are leases");
     } else if (kind == "native" && !redis && c.backend != "sqlite") {
         c.kind = family::native;
         c.label = c.backend == "postgres" ? "advisory lock" : "GET_LOCK";
@@ -102,30 +116,27 @@ public:
                                                             : sqlock::mode::select_for_update,
                    .lease = s.lease,
                    .reentrant = false,
-                   .fair = s.fair} {}
+                   .fair = s.fair},
+          primitive_(c.primitive) {}
 
-    bool try_lock(const std::string& key) override {
-        auto l = client_.try_acquire(key, options_);
-        if (!l) return false;
-        token_ = l->token();
-        held_.insert_or_assign(key, std::move(*l));
-        return true;
-    }
+    bool try_lock(const std::string& key) override { return take(key, std::nullopt); }
 
     bool lock(const std::string& key, std::int64_t deadline) override {
         const std::int64_t left = deadline - monotonic_ns();
         if (left <= 0) return try_lock(key);
         try {
-            auto l = client_.acquire(key, std::chrono::milliseconds((left + 999'999) / 1'000'000), options_);
-            token_ = l.token();
-            held_.insert_or_assign(key, std::move(l));
-            return true;
+            return take(key, std::chrono::milliseconds((left + 999'999) / 1'000'000));
         } catch (const sqlock::timeout_error&) {
             return false;
         }
     }
 
     void unlock(const std::string& key) override {
+        if (auto it = sets_.find(key); it != sets_.end()) {
+            it->second.release();
+            sets_.erase(it);
+            return;
+        }
         auto it = held_.find(key);
         if (it == held_.end()) failure("sqlock: unlock of '" + key + "', which is not held");
         it->second.release();
@@ -139,6 +150,31 @@ public:
     std::int64_t token() const override { return token_; }
 
 private:
+    // The contender's primitive on key: one try (no wait), else acquire with that timeout.
+    bool take(const std::string& key, std::optional<std::chrono::milliseconds> wait) {
+        if (primitive_ == "set3") {
+            const std::vector<std::string> keys{key + "#1", key + "#2", key + "#3"};
+            auto set = wait ? std::optional(client_.acquire_all(keys, *wait, options_))
+                            : client_.try_acquire_all(keys, options_);
+            if (!set) return false;
+            token_ = set->tokens().front();
+            sets_.insert_or_assign(key, std::move(*set));
+            return true;
+        }
+        std::optional<sqlock::lease> l;
+        if (primitive_ == "shared")
+            l = wait ? std::optional(client_.acquire_shared(key, *wait, options_)) : client_.try_acquire_shared(key, options_);
+        else if (primitive_ == "permit")
+            l = wait ? std::optional(client_.acquire_permit(key, 1, *wait, options_))
+                     : client_.try_acquire_permit(key, 1, options_);
+        else
+            l = wait ? std::optional(client_.acquire(key, *wait, options_)) : client_.try_acquire(key, options_);
+        if (!l) return false;
+        token_ = l->token();
+        held_.insert_or_assign(key, std::move(*l));
+        return true;
+    }
+
     static sqlock::client open_client(const contender& c, const target& t) {
         sqlock::client_options o;
         o.table_prefix = t.prefix;
@@ -152,7 +188,9 @@ private:
 
     sqlock::client client_;
     sqlock::lock_options options_;
+    std::string primitive_;
     std::map<std::string, sqlock::lease, std::less<>> held_;
+    std::map<std::string, sqlock::multi_lease, std::less<>> sets_;
     std::int64_t token_ = 0;
 };
 

@@ -4,7 +4,10 @@
 // connections of its own; workers never share one.
 //
 //   sqlock      the library, one client per locker, in one mode (and
-//               optionally with durability::relaxed)
+//               optionally with durability::relaxed); its other primitives
+//               as sqlock-shared (a reader), sqlock-permit (a permit of a
+//               semaphore of 1 named by the key) and sqlock-set3 (KEY#1,
+//               KEY#2 and KEY#3 with acquire_all), for the primitives workload
 //   raw         the statements sqlock sends for that mode, read from
 //               sql/<dialect>/, sent straight through the driver: the floor
 //               for the library's own overhead
@@ -47,6 +50,7 @@ struct contender {
     std::string backend;  // "postgres", "mysql", "sqlite", "redis", "redis-aof"
     family kind = family::sqlock;
     std::string mode;     // sqlock and raw: the sqlock mode
+    std::string primitive;  // sqlock: "" (an exclusive lock), "shared", "permit" or "set3"
     bool relaxed = false;  // sqlock and raw: durability::relaxed (or the same session setting)
     std::string label;    // for tables and charts
 

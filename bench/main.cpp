@@ -30,11 +30,12 @@ namespace {
 struct options {
     target t;
     int postgres_pid = 0, mysql_pid = 0, redis_pid = 0, redis_aof_pid = 0;
-    std::set<std::string> workloads{"uncontended", "hotkey", "handoff", "fairness", "renewal", "recovery"};
+    std::set<std::string> workloads{"uncontended", "hotkey", "handoff", "fairness", "renewal", "recovery",
+                                    "primitives"};
     std::vector<std::string> only;  // contender id substrings; empty: all
     int reps = 3;
     double seconds = 1.0, hot_seconds = 0.5, warmup = 0.25;
-    std::vector<int> workers{1, 2, 4, 8, 32}, hot_workers{2, 4, 16}, holds{0, 1, 10};
+    std::vector<int> workers{1, 2, 4, 8, 32}, hot_workers{2, 4, 16}, holds{0, 1, 10}, primitive_workers{1, 4};
     int handoff_processes = 4, fairness_processes = 16, hold_ms = 1;
     double handoff_seconds = 5, fairness_seconds = 60;
     std::vector<int> renewal_leases{100, 1000, 10000};
@@ -53,7 +54,7 @@ struct options {
            "                    [--redis-aof HOST:PORT] [--out DIR] [--img-dir DIR] [--img-link PATH] [options]\n"
            "Runs every workload for every contender on the databases given and writes\n"
            "DIR/report.md, DIR/data/*.tsv and DIR/charts.gp (run it with gnuplot for the SVGs).\n"
-           "  --workload W          uncontended,hotkey,handoff,fairness,renewal,recovery (default all)\n"
+           "  --workload W          uncontended,hotkey,handoff,fairness,renewal,recovery,primitives (default all)\n"
            "  --only S,S            only contenders whose id contains one of these (e.g. postgres.sqlock)\n"
            "  --reps R              repetitions (default 3)\n"
            "  --seconds S           window of one uncontended measurement (default 1)\n"
@@ -61,6 +62,8 @@ struct options {
            "  --warmup S            warm-up before each thread measurement (default 0.25)\n"
            "  --workers L           uncontended worker threads (default 1,2,4,8,32)\n"
            "  --hot-workers L       hot-key worker threads (default 2,4,16)\n"
+           "  --primitive-workers L worker threads of the primitives workload: exclusive, shared, permit and\n"
+           "                        3-key acquire + release on distinct keys (default 1,4)\n"
            "  --holds L             hot-key hold times, ms (default 0,1,10)\n"
            "  --handoff-processes N --handoff-seconds S   (default 4, 5)\n"
            "  --fairness-processes N --fairness-seconds S (default 16, 60)\n"
@@ -120,7 +123,7 @@ options parse_args(int argc, char** argv) {
                 o.workloads.clear();
                 for (const auto& w : split_list(v)) {
                     if (w != "uncontended" && w != "hotkey" && w != "handoff" && w != "fairness" && w != "renewal" &&
-                        w != "recovery") {
+                        w != "recovery" && w != "primitives") {
                         std::cerr << "sqlock_bench: unknown workload '" << w << "'\n";
                         usage(2);
                     }
@@ -133,6 +136,7 @@ options parse_args(int argc, char** argv) {
             else if (arg == "--warmup") o.warmup = std::stod(v);
             else if (arg == "--workers") o.workers = int_list(v);
             else if (arg == "--hot-workers") o.hot_workers = int_list(v);
+            else if (arg == "--primitive-workers") o.primitive_workers = int_list(v);
             else if (arg == "--holds") o.holds = int_list(v);
             else if (arg == "--handoff-processes") o.handoff_processes = std::stoi(v);
             else if (arg == "--handoff-seconds") o.handoff_seconds = std::stod(v);
@@ -202,6 +206,23 @@ std::vector<contender> all_contenders(const options& o) {
         bool keep = o.only.empty();
         for (const auto& s : o.only) keep = keep || id.find(s) != std::string::npos;
         if (keep) out.push_back(contender::parse(id));
+    }
+    return out;
+}
+
+// The primitives workload's contenders: per database, the exclusive lock
+// beside a reader, a permit and a 3-key set, all in conditional_update.
+std::vector<contender> primitive_contenders(const options& o) {
+    std::vector<contender> out;
+    for (const auto& [b, url] : {std::pair{std::string("postgres"), o.t.postgres}, std::pair{std::string("mysql"), o.t.mysql},
+                                 std::pair{std::string("sqlite"), o.t.sqlite}}) {
+        if (url.empty()) continue;
+        for (const char* kind : {"sqlock", "sqlock-shared", "sqlock-permit", "sqlock-set3"}) {
+            const std::string id = b + "." + kind + ".conditional_update";
+            bool keep = o.only.empty();
+            for (const auto& s : o.only) keep = keep || id.find(s) != std::string::npos;
+            if (keep) out.push_back(contender::parse(id));
+        }
     }
     return out;
 }
@@ -354,6 +375,13 @@ int run(options o) {
                      " s warm-up, then " + format("%g", o.seconds) + " s (uncontended, " + list(o.workers) +
                      " workers) or " + format("%g", o.hot_seconds) + " s (hot key, " + list(o.hot_workers) +
                      " workers × holds of " + list(o.holds) + " ms), every worker a thread with connections of its own";
+    r.settings.primitives = "The uncontended workload's loop (" + std::to_string(o.reps) + " repetitions, " +
+                            format("%g", o.warmup) + " s warm-up, then " + format("%g", o.seconds) + " s; " +
+                            list(o.primitive_workers) +
+                            " workers, each on keys of its own) for sqlock's primitives in conditional_update mode: "
+                            "an exclusive lock (try_acquire + release), a reader (try_acquire_shared + release), a "
+                            "permit of a semaphore of 1 (try_acquire_permit + release) and a set of 3 keys "
+                            "(try_acquire_all + release).";
     r.settings.handoff = std::to_string(o.handoff_processes) + " processes take turns on one key, each holding it " +
                          std::to_string(o.hold_ms) + " ms and asking again at once; " + format("%g", o.handoff_seconds) +
                          " s windows after 1 s of contention, " + std::to_string(o.reps) + " repetitions.";
@@ -373,6 +401,11 @@ int run(options o) {
 
     if (o.workloads.contains("uncontended")) thread_workload(o, cs, false, r.uncontended);
     if (o.workloads.contains("hotkey")) thread_workload(o, cs, true, r.hot);
+    if (o.workloads.contains("primitives")) {
+        options po = o;
+        po.workers = o.primitive_workers;
+        thread_workload(po, primitive_contenders(o), false, r.primitives);
+    }
 
     std::vector<std::pair<contender, bool>> handoff, fairness;
     for (const auto& c : cs) {

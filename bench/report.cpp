@@ -94,7 +94,7 @@ std::string machine_table(const results& r) {
 // table under <details>.
 void thread_section(std::ostringstream& md, std::ostringstream& gp_all, const std::vector<thread_cell>& cells,
                     bool hot, const std::filesystem::path& dir, const std::string& img_dir,
-                    const std::string& img_link) {
+                    const std::string& img_link, const std::string& name_override = {}) {
     std::vector<int> workers;
     std::vector<int> holds;
     for (const auto& x : cells) {
@@ -103,7 +103,7 @@ void thread_section(std::ostringstream& md, std::ostringstream& gp_all, const st
     }
     std::sort(workers.begin(), workers.end());
     std::sort(holds.begin(), holds.end());
-    const std::string name = hot ? "hotkey" : "uncontended";
+    const std::string name = !name_override.empty() ? name_override : hot ? "hotkey" : "uncontended";
     for (const auto& b : databases) {
         auto rows = rows_for(cells, b);
         if (rows.empty()) continue;
@@ -436,6 +436,10 @@ void write_report(const results& r, const std::string& dir_name, const std::stri
     if (!r.hot.empty()) {
         md << "### One hot key\n\n";
         thread_section(md, gp, r.hot, true, dir, img_dir, img_link);
+    }
+    if (!r.primitives.empty()) {
+        md << "### Reader-writer locks, semaphores and multi-key locks\n\n" << r.settings.primitives << "\n\n";
+        thread_section(md, gp, r.primitives, false, dir, img_dir, img_link, "primitives");
     }
     if (!r.handoff.empty()) {
         md << "### Handoff latency\n\n";

@@ -35,7 +35,7 @@ fi
 }
 fail=0
 for section in "Uncontended: distinct keys" "One hot key" "Handoff latency" "Fairness" "Keeping leases alive" \
-  "Recovery after kill -9 of the holder"; do
+  "Recovery after kill -9 of the holder" "Reader-writer locks, semaphores and multi-key locks"; do
   grep -qxF "### $section" "$out/report.md" || { echo "bench.smoke: no section '$section'" >&2; fail=1; }
 done
 for label in "${labels[@]}"; do

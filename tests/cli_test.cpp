@@ -360,6 +360,52 @@ void busy_key_and_wait(const test::backend_base& db) {
 
 CLI_TEST("a busy key gives the conflict exit code, or the lock after --wait", busy_key_and_wait)
 
+void run_also_holds_every_key(const test::backend_base& db) {
+    cli sqlock(db);
+    auto client = db.open();
+    auto r = sqlock({"run", "k/m1", "--also", "k/m3", "--also", "k/m2", "--", "sh", "-c",
+                     "echo \"$SQLOCK_KEY|$SQLOCK_KEY_COUNT|$SQLOCK_KEY_1|$SQLOCK_KEY_3|$SQLOCK_TOKEN_2\""});
+    CHECK(r.status == 0);
+    CHECK(r.out == "k/m1|3|k/m1|k/m3|1\n");
+    for (const auto* k : {"k/m1", "k/m2", "k/m3"}) CHECK_FALSE(client.inspect(k).held);  // all released
+    // A busy key: nothing run, the busy key named, no other key kept.
+    auto holder = hold(sqlock, {}, "k/m2", "sleep 60");
+    r = sqlock({"run", "k/m1", "--also", "k/m2", "--", "echo", "ran"});
+    CHECK(r.status == 75);
+    CHECK(r.out.empty());
+    CHECK(r.one_line_message());
+    CHECK(r.err.find("'k/m2' (of 'k/m1', 'k/m2') is held by") != std::string::npos);
+    CHECK_FALSE(client.inspect("k/m1").held);
+    // --wait: queued for the busy key, holding none of the others meanwhile.
+    auto waiter = sqlock.start({"run", "--wait", "30s", "k/m2", "--also", "k/m1", "--", "sh", "-c", "echo $SQLOCK_TOKEN"});
+    REQUIRE(test::eventually([&] { return client.waiters("k/m2").size() == 1; }));
+    CHECK(client.try_acquire("k/m1"));
+    holder.signal(SIGTERM);
+    CHECK(holder.wait(10s) == 128 + SIGTERM);
+    CHECK(waiter.read_line(20s) == std::optional<std::string>("3"));  // k/m2's third grant
+    CHECK(waiter.wait(10s) == 0);
+    // Losing any key stops PROGRAM: exit 70.
+    auto polite = hold(sqlock, {"--lease", "6s", "--also", "k/m4"}, "k/m3",
+                       "trap 'echo term; exit 0' TERM; echo held; while :; do sleep 0.05; done");
+    CHECK(sqlock({"release", "--force", "k/m4"}).status == 0);
+    CHECK(polite.read_line(10s) == std::optional<std::string>("term"));
+    CHECK(polite.wait(10s) == 70);
+    CHECK_FALSE(client.inspect("k/m3").held);
+    // Bad input: exit 64 before PROGRAM or the database.
+    for (const auto& args : std::vector<std::vector<std::string>>{
+             {"run", "k/a", "--also", "k/a", "--", "true"},
+             {"run", "k/a", "--also", "k/b", "--shared", "--", "true"},
+             {"run", "k/a", "--also", "k/b", "--permits", "2", "--", "true"},
+             {"run", "k/a", "--also", "k/b", "--mode", "select-for-update", "--", "true"},
+             {"run", "k/a", "--also", "", "--", "true"}}) {
+        r = sqlock(args);
+        CHECK(r.status == 64);
+        CHECK(r.one_line_message());
+    }
+}
+
+CLI_TEST("run --also holds KEY and every --also key, all or none; losing one stops PROGRAM", run_also_holds_every_key)
+
 void every_mode_and_fair_waiting(const test::backend_base& db) {
     cli sqlock(db);
     std::int64_t last = 0;

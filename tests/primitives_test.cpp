@@ -307,6 +307,32 @@ TEST_CASE_TEMPLATE("fair permit waiters are served in arrival order", Db, ALL_BA
     CHECK(order == std::vector<int>{0, 1, 2});
 }
 
+// The pattern of fair_test's "a release wakes the head waiter's client": the
+// waiter is in another client, whose doorbell counts in stats().wakeups.
+TEST_CASE_TEMPLATE("a shared or permit release wakes the head waiter's client", Db, ALL_BACKENDS) {
+    Db db;
+    auto holder = db.open();
+    auto waiter = db.open();
+    REQUIRE(holder.capabilities().wake_ups);
+    // Releases `held` once `wait` queued in the waiter's client and slept,
+    // and returns whether that client's doorbell rang once.
+    auto handoff = [&](sqlock::lease held, const std::string& key, auto wait) {
+        std::thread t(wait);
+        REQUIRE(test::eventually([&] { return holder.waiters(key).size() == 1; }));
+        std::this_thread::sleep_for(300ms);  // asleep now (the holder's lease has 60 s left)
+        const auto before = waiter.stats().wakeups;
+        held.release();
+        t.join();
+        return test::eventually([&] { return waiter.stats().wakeups == before + 1; });
+    };
+    auto reader = holder.try_acquire_shared("wake/rw", {.lease = 60s});
+    REQUIRE(reader);
+    CHECK(handoff(std::move(*reader), "wake/rw", [&] { (void)waiter.acquire("wake/rw", 30s); }));
+    auto permit = holder.try_acquire_permit("wake/sem", 1, {.lease = 60s});
+    REQUIRE(permit);
+    CHECK(handoff(std::move(*permit), "wake/sem", [&] { (void)waiter.acquire_permit("wake/sem", 1, 30s); }));
+}
+
 TEST_CASE_TEMPLATE("bad input to the new primitives is refused before any SQL", Db, ALL_BACKENDS) {
     Db db;
     auto a = db.open_quiet();

@@ -60,6 +60,14 @@
 //       the same with permits of semaphore NAME ("P+" / "P-").
 //   hold-permit URL PREFIX NAME PERMITS LEASE_MS
 //       take a permit (waiting up to 30 s), print "token T", sleep until killed.
+//   multi URL PREFIX KEYS ITERATIONS HOLD_US DIR TIMEOUT_MS
+//       ITERATIONS times: acquire_all() a random 2 or 3 of the comma-separated
+//       KEYS, listed in a random order (waiting up to TIMEOUT_MS); for each
+//       key create DIR/inside-<key's index> with O_EXCL (it exists: another
+//       process is inside too), stay HOLD_US microseconds, remove the files,
+//       release. Prints "done N", "overlaps O" (files that existed),
+//       "timeouts T" (calls that timed out), "lost L" (sets found lost) and
+//       "waits W" (tickets taken: calls that found a key busy and waited).
 //   hold-write URL MS
 //       SQLite only: take the database's write lock (BEGIN IMMEDIATE), print
 //       "holding", keep it MS milliseconds, commit, print "released".
@@ -508,6 +516,52 @@ int sem(char** argv) {
     return 0;
 }
 
+int multi(char** argv) {
+    auto db = open(argv[2], argv[3]);
+    std::vector<std::string> keys;
+    for (std::string all = argv[4]; !all.empty();) {
+        const auto comma = all.find(',');
+        keys.push_back(all.substr(0, comma));
+        all = comma == std::string::npos ? "" : all.substr(comma + 1);
+    }
+    const int iterations = std::stoi(argv[5]);
+    const long hold_us = std::stol(argv[6]);
+    const std::string dir = argv[7];
+    const auto timeout = std::chrono::milliseconds(std::stoll(argv[8]));
+    std::mt19937 rng(std::random_device{}());
+    int overlaps = 0, timeouts = 0, lost = 0;
+    for (int i = 0; i < iterations; ++i) {
+        std::vector<std::size_t> picked(keys.size());
+        for (std::size_t k = 0; k < picked.size(); ++k) picked[k] = k;
+        std::shuffle(picked.begin(), picked.end(), rng);
+        picked.resize(2 + rng() % 2);
+        std::vector<std::string> wanted;
+        for (auto k : picked) wanted.push_back(keys[k]);
+        try {
+            auto set = db.acquire_all(wanted, timeout);
+            std::vector<std::string> files;
+            for (auto k : picked) {
+                files.push_back(dir + "/inside-" + std::to_string(k));
+                const int fd = ::open(files.back().c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
+                if (fd < 0) ++overlaps;
+                else ::close(fd);
+            }
+            std::this_thread::sleep_for(std::chrono::microseconds(rng() % static_cast<unsigned long>(hold_us + 1)));
+            if (set.lost()) ++lost;
+            for (const auto& f : files) ::unlink(f.c_str());
+            set.release();
+        } catch (const sqlock::timeout_error&) {
+            ++timeouts;
+        }
+    }
+    say("done " + std::to_string(iterations));
+    say("overlaps " + std::to_string(overlaps));
+    say("timeouts " + std::to_string(timeouts));
+    say("lost " + std::to_string(lost));
+    say("waits " + std::to_string(db.stats().waits));
+    return 0;
+}
+
 int hold_permit(char** argv) {
     auto db = open(argv[2], argv[3]);
     auto lease = db.acquire_permit(argv[4], std::stoll(argv[5]), 30s,
@@ -535,6 +589,7 @@ int main(int argc, char** argv) {
         if (cmd == "rw" && argc == 9) return rw(argv);
         if (cmd == "sem" && argc == 9) return sem(argv);
         if (cmd == "hold-permit" && argc == 7) return hold_permit(argv);
+        if (cmd == "multi" && argc == 9) return multi(argv);
         std::cerr << "usage: see tests/worker.cpp\n";
         return 64;
     } catch (const std::exception& e) {

@@ -3,6 +3,7 @@
 
 #include <sqlock/events.hpp>
 #include <sqlock/lease.hpp>
+#include <sqlock/multi_lease.hpp>
 #include <sqlock/options.hpp>
 
 #include <chrono>
@@ -144,6 +145,25 @@ public:
     [[nodiscard]] lease acquire(std::string_view key, std::chrono::milliseconds timeout,
                                 const lock_options& options = {});
 
+    // --- Multi-key locks (docs/design.md, "Multi-key locks") ---
+    // Takes every key of `keys` exclusively, or none of them: in a lease mode
+    // (select_for_update is a config_error), one lease per key under one
+    // multi_lease. The keys are taken in the order of their bytes, whatever
+    // order they are given in, and a set that finds a key busy gives back
+    // the keys it took before it returns or waits: callers that list the
+    // same keys in different orders never deadlock, and nobody holds part of
+    // a set while waiting. `keys`: 1 to max_keys_per_set valid keys, no key
+    // twice (config_error, before any SQL). options apply to every key;
+    // options.reentrant is ignored (each key is a grant of its own). Empty
+    // when a key is held now.
+    [[nodiscard]] std::optional<multi_lease> try_acquire_all(const std::vector<std::string>& keys,
+                                                             const lock_options& options = {});
+    // Waits up to timeout for the whole set, in the queue of the first key it
+    // found busy (woken by that key's releases); fair and priority as for
+    // acquire(). Throws timeout_error, holding none of the keys.
+    [[nodiscard]] multi_lease acquire_all(const std::vector<std::string>& keys, std::chrono::milliseconds timeout,
+                                          const lock_options& options = {});
+
     // --- Reader-writer locks (docs/design.md, "Shared locks and semaphores") ---
     // Takes the key shared: any number of shared holders coexist; an
     // exclusive holder (acquire, try_acquire, any mode) excludes them all
@@ -189,6 +209,9 @@ public:
     // key (1 to 255 bytes of UTF-8 without NUL). For checking input early;
     // every call that takes a key checks it too.
     static void check_key(std::string_view key);
+    // Throws config_error, saying what is wrong, unless `keys` is a set
+    // acquire_all() takes: 1 to max_keys_per_set valid keys, none twice.
+    static void check_keys(const std::vector<std::string>& keys);
 
     // Keys starting with `prefix` ("" for all) held right now, sorted by key;
     // at most `limit` of them.

@@ -6,6 +6,7 @@
 #include <sqlock/events.hpp>
 #include <sqlock/jobs.hpp>
 #include <sqlock/lease.hpp>
+#include <sqlock/multi_lease.hpp>
 #include <sqlock/mutex.hpp>
 #include <sqlock/shared_mutex.hpp>
 #include <sqlock/options.hpp>

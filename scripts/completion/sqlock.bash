@@ -20,7 +20,7 @@ _sqlock() {
   local global_args="--url --table-prefix --durability"
   local -A opts=(
     [migrate]="--print-sql"
-    [run]="--wait --lease --mode --fair --shared --permits --priority --once-per --run-key --max-attempts --conflict-exit-code --kill-after"
+    [run]="--wait --lease --mode --fair --shared --permits --also --priority --once-per --run-key --max-attempts --conflict-exit-code --kill-after"
     [status]="--json --limit --metrics --watch --interval --count"
     [release]="--force"
     [runs]="--json --limit"
@@ -28,7 +28,7 @@ _sqlock() {
   # Options that take a value: the word after one is that value.
   local -A args=(
     [migrate]=""
-    [run]="--wait --lease --mode --priority --once-per --run-key --max-attempts --conflict-exit-code --kill-after"
+    [run]="--wait --lease --mode --permits --also --priority --once-per --run-key --max-attempts --conflict-exit-code --kill-after"
     [status]="--limit --interval --count"
     [release]=""
     [runs]="--limit"

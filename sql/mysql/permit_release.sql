@@ -1,3 +1,3 @@
--- Permit release: ? name, ? owner. One row: 1 when the permit was live.
--- (A DELETE's count cannot tell a live permit from an expired one.)
-SELECT COUNT(*) FROM sqlock_holders WHERE kind = 'P' AND lock_key = ? AND owner = ? AND expires_at > UTC_TIMESTAMP(6)
+-- Permit release: ? name, ? owner. One row: 1 when the permit was live. Wakes
+-- the semaphore's next waiter (migrations/mysql/0007_release_wake_ups.sql).
+CALL sqlock_release_permit(?, ?)

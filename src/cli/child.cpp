@@ -274,7 +274,7 @@ const std::set<int>& startup_fds() {
 }
 
 child_result run_child(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env,
-                       const sqlock::lease& lease, std::chrono::milliseconds lease_length,
+                       const held_by& lease, std::chrono::milliseconds lease_length,
                        std::chrono::milliseconds kill_after, signal_relay& relay) {
     // Everything the children need is prepared before fork: between fork and
     // exec a child of a threaded process may only make async-signal-safe calls.
@@ -367,7 +367,7 @@ child_result run_child(const std::vector<std::string>& argv, const std::vector<s
 
     fd child(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
     fd lost_event(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-    std::stop_callback on_lost(lease.stop_token(), [&] {
+    std::stop_callback on_lost(lease.stop, [&] {
         const std::uint64_t one = 1;
         [[maybe_unused]] auto n = ::write(lost_event.value, &one, sizeof one);
     });
@@ -438,7 +438,7 @@ child_result run_child(const std::vector<std::string>& argv, const std::vector<s
             result.killed = result.lost && WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGKILL;
             break;
         }
-        if (lease.stop_token().stop_requested() && !result.lost) {
+        if (lease.stop.stop_requested() && !result.lost) {
             // The guardian stops the group: SIGTERM now, SIGKILL after the
             // grace period. Should it be gone, do it from here.
             result.lost = true;

@@ -3,11 +3,13 @@
 // pass on the signals sqlock receives, and stop it when the lease is lost.
 
 #include <sqlock/lease.hpp>
+#include <sqlock/multi_lease.hpp>
 
 #include <sys/types.h>
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <mutex>
 #include <set>
 #include <stdexcept>
@@ -64,6 +66,20 @@ struct child_result {
 // these are passed on to PROGRAM; the guardian keeps none of them.
 const std::set<int>& startup_fds();
 
+// What PROGRAM runs under: a lease, or a multi-key lease. `stop` is
+// requested when it is lost; deadline() is its local deadline, which moves
+// with each renewal.
+struct held_by {
+    std::stop_token stop;
+    std::function<sqlock::lease_clock::time_point()> deadline;
+};
+inline held_by held_by_lease(const sqlock::lease& l) {
+    return {l.stop_token(), [&l] { return l.deadline(); }};
+}
+inline held_by held_by_set(const sqlock::multi_lease& m) {
+    return {m.stop_token(), [&m] { return m.deadline(); }};
+}
+
 // Runs argv[0] (looked up on PATH unless it contains '/') with extra_env added
 // to sqlock's environment, in a process group of its own. A guardian process
 // in that group stops it when the lease is lost, when the lease's deadline
@@ -72,7 +88,7 @@ const std::set<int>& startup_fds();
 // child has exited.
 // `lease_length` sets how often the guardian hears of the moving deadline.
 child_result run_child(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env,
-                       const sqlock::lease& lease, std::chrono::milliseconds lease_length,
+                       const held_by& lease, std::chrono::milliseconds lease_length,
                        std::chrono::milliseconds kill_after, signal_relay& relay);
 
 }  // namespace sqlock::cli

@@ -16,9 +16,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdio>
 #include <exception>
+#include <functional>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -59,6 +61,7 @@ struct settings {
     std::string key, wait = "0s", lease = "30s", mode = "update", once_per, run_key, kill_after = "10s";
     bool fair = false, shared = false;
     std::int64_t permits = 0;  // run --permits N: a permit of semaphore KEY
+    std::vector<std::string> also;  // run --also KEY2 ...: KEY and these, all or none
     bool permits_given = false;
     int priority = 0, max_attempts = 3, conflict_exit_code = exit_status::busy;
     std::vector<std::string> program;
@@ -156,6 +159,13 @@ struct run_plan {
     bool ledger = false;                              // --once-per or --run-key
 };
 
+// KEY and every --also key: the set `run --also` holds.
+std::vector<std::string> run_keys(const settings& s) {
+    std::vector<std::string> keys{s.key};
+    keys.insert(keys.end(), s.also.begin(), s.also.end());
+    return keys;
+}
+
 run_plan plan_run(const settings& s) {
     if (!s.saw_separator) usage("run needs '--' before PROGRAM: sqlock run [OPTIONS] KEY -- PROGRAM [ARGS...]");
     if (s.program.empty()) usage("run: missing PROGRAM after '--'");
@@ -175,11 +185,19 @@ run_plan plan_run(const settings& s) {
     if ((s.shared || s.permits != 0) && plan.ledger)
         usage("--shared and --permits cannot be combined with --once-per or --run-key");
     if (s.permits < 0 || (s.permits == 0 && s.permits_given)) usage("--permits must be at least 1");
+    if (!s.also.empty()) {
+        if (s.shared || s.permits != 0 || plan.ledger)
+            usage("--also cannot be combined with --shared, --permits, --once-per or --run-key");
+        if (plan.lease_mode == mode::select_for_update)
+            usage("--also holds every key with a lease: use --mode update or insert, not select-for-update");
+    }
     if (plan.ledger) {
         if (s.fair || s.priority != 0) usage("--fair and --priority cannot be combined with --once-per or --run-key");
         if (s.max_attempts < 1) usage("--max-attempts must be at least 1");
         // KEY names the job; a period's run key is known only from the database clock.
         job_runner::lock_key(s.key, s.run_key.empty() ? "period" : s.run_key);
+    } else if (!s.also.empty()) {
+        client::check_keys(run_keys(s));  // count, duplicates, each key: exit 64 before any SQL
     } else {
         client::check_key(s.key);
     }
@@ -188,6 +206,34 @@ run_plan plan_run(const settings& s) {
 
 void check_not_interrupted(const signal_relay& relay) {
     if (relay.interrupted().stop_requested()) throw cancelled_error("interrupted before PROGRAM started");
+}
+
+// Runs PROGRAM while `held` (a lease or a multi_lease) holds, then releases
+// it; a loss while PROGRAM ran is exit 70. lost_what() names what was lost;
+// `name` what could not be released.
+template <class Held>
+int run_held(Held& held, const held_by& watch, const std::vector<std::string>& env,
+             const std::function<std::string()>& lost_what, const std::string& name, const settings& s,
+             const run_plan& plan, signal_relay& relay) {
+    check_not_interrupted(relay);
+    auto result = run_child(s.program, env, watch, plan.lease, plan.kill_after, relay);
+    // Also lost if sqlock was frozen while PROGRAM ran and finished: nobody
+    // held the lease for it meanwhile.
+    result.lost = result.lost || held.lost();
+    const std::string lost = result.lost ? lost_what() : std::string();
+    try {
+        held.release();
+    } catch (const error& e) {
+        // The lease ends by itself at its expiry; PROGRAM's status still counts.
+        std::fprintf(stderr, "sqlock: could not release %s (it expires by itself): %s\n", name.c_str(), e.what());
+    }
+    if (result.lost)
+        throw exit_with{exit_status::lease_lost, "lost the lease on " + lost + " while " + program_name(s) +
+                                                     " ran; it was sent SIGTERM" +
+                                                     (result.killed ? ", then SIGKILL after " +
+                                                                          format_duration(plan.kill_after)
+                                                                    : "")};
+    return result.status;
 }
 
 int run_locked(client& db, const settings& s, const run_plan& plan, signal_relay& relay) {
@@ -224,27 +270,54 @@ int run_locked(client& db, const settings& s, const run_plan& plan, signal_relay
                             (plan.wait.count() ? " after waiting " + format_duration(plan.wait) : "") + "; " +
                             program_name(s) + " not run"};
     }
-    check_not_interrupted(relay);
-    auto result = run_child(s.program,
-                            {"SQLOCK_KEY=" + held->key(), "SQLOCK_TOKEN=" + std::to_string(held->token()),
-                             "SQLOCK_OWNER=" + held->owner()},
-                            *held, plan.lease, plan.kill_after, relay);
-    // Also lost if sqlock was frozen while PROGRAM ran and finished: nobody
-    // held the lease for it meanwhile.
-    result.lost = result.lost || held->lost();
-    try {
-        held->release();
-    } catch (const error& e) {
-        // The lease ends by itself at its expiry; PROGRAM's status still counts.
-        std::fprintf(stderr, "sqlock: could not release '%s' (it expires by itself): %s\n", s.key.c_str(),
-                     e.what());
+    return run_held(*held, held_by_lease(*held),
+                    {"SQLOCK_KEY=" + held->key(), "SQLOCK_TOKEN=" + std::to_string(held->token()),
+                     "SQLOCK_OWNER=" + held->owner()},
+                    [&] { return "'" + s.key + "' (token " + std::to_string(held->token()) + ")"; }, "'" + s.key + "'",
+                    s, plan, relay);
+}
+
+// run --also: KEY and the --also keys, all of them or none.
+int run_set(client& db, const settings& s, const run_plan& plan, signal_relay& relay) {
+    const lock_options options{
+        .mode = plan.lease_mode, .lease = plan.lease, .fair = s.fair, .priority = s.priority, .cancel = relay.interrupted()};
+    const auto keys = run_keys(s);
+    std::optional<multi_lease> held = with_schema(db, [&]() -> std::optional<multi_lease> {
+        if (plan.wait.count() == 0) return db.try_acquire_all(keys, options);
+        try {
+            return db.acquire_all(keys, plan.wait, options);
+        } catch (const timeout_error&) {
+            return std::nullopt;
+        }
+    });
+    std::string all;
+    for (const auto& k : keys) all += (all.empty() ? "'" : ", '") + k + "'";
+    if (!held) {
+        // The first key held now; none may be, when waiters were ahead or a holder just left.
+        std::string busy = "one of " + all + " is busy";
+        for (const auto& k : keys) {
+            if (const auto info = db.inspect(k); info.held) {
+                busy = "'" + k + "' (of " + all + ") is held by " + describe_holder(info);
+                break;
+            }
+        }
+        throw exit_with{s.conflict_exit_code, busy +
+                                                  (plan.wait.count() ? " after waiting " + format_duration(plan.wait) : "") +
+                                                  "; " + program_name(s) + " not run"};
     }
-    if (result.lost)
-        throw exit_with{exit_status::lease_lost, "lost the lease on '" + s.key + "' (token " + std::to_string(held->token()) +
-                                       ") while " + program_name(s) + " ran; it was sent SIGTERM" +
-                                       (result.killed ? ", then SIGKILL after " + format_duration(plan.kill_after)
-                                                      : "")};
-    return result.status;
+    std::vector<std::string> env{"SQLOCK_KEY=" + s.key, "SQLOCK_TOKEN=" + std::to_string(held->token(s.key)),
+                                 "SQLOCK_OWNER=" + held->at(s.key).owner(),
+                                 "SQLOCK_KEY_COUNT=" + std::to_string(held->keys().size())};
+    for (std::size_t i = 0; i < held->keys().size(); ++i) {
+        env.push_back("SQLOCK_KEY_" + std::to_string(i + 1) + "=" + held->keys()[i]);
+        env.push_back("SQLOCK_TOKEN_" + std::to_string(i + 1) + "=" + std::to_string(held->tokens()[i]));
+    }
+    auto lost_key = [&] {
+        for (const auto& l : held->leases())
+            if (l.lost()) return "'" + l.key() + "' (token " + std::to_string(l.token()) + ") of " + all;
+        return all;
+    };
+    return run_held(*held, held_by_set(*held), env, lost_key, all, s, plan, relay);
 }
 
 int run_job(client& db, const settings& s, const run_plan& plan, signal_relay& relay) {
@@ -267,7 +340,7 @@ int run_job(client& db, const settings& s, const run_plan& plan, signal_relay& r
                                  "SQLOCK_OWNER=" + ctx.lease.owner(), "SQLOCK_JOB=" + s.key,
                                  "SQLOCK_RUN_KEY=" + std::string(ctx.run_key),
                                  "SQLOCK_ATTEMPT=" + std::to_string(ctx.attempt)},
-                                ctx.lease, plan.lease, plan.kill_after, relay);
+                                held_by_lease(ctx.lease), plan.lease, plan.kill_after, relay);
             } catch (...) {
                 not_started = std::current_exception();
                 throw;  // recorded in the ledger as this attempt's failure
@@ -309,7 +382,8 @@ int command_run(const settings& s) {
     signal_relay relay;  // before the client starts its threads, so they never see these signals
     auto db = open_client(s, spdlog::level::err, true);
     try {
-        return plan.ledger ? run_job(db, s, plan, relay) : run_locked(db, s, plan, relay);
+        if (plan.ledger) return run_job(db, s, plan, relay);
+        return s.also.empty() ? run_locked(db, s, plan, relay) : run_set(db, s, plan, relay);
     } catch (const cancelled_error&) {
         const int sig = relay.last_signal();
         const char* name = sig > 0 ? sigabbrev_np(sig) : nullptr;
@@ -500,6 +574,10 @@ int dispatch(int argc, char** argv, bool check_only = false) {
     run->add_option("--permits", s.permits,
                     "Hold one of N permits of the semaphore KEY (N: its limit when new); at most N run at once")
         ->each([&](const std::string&) { s.permits_given = true; });
+    run->add_option("--also", s.also,
+                    "Also hold this key (repeatable): KEY and every --also key, all of them or none, without "
+                    "deadlock whatever order other runs name them in")
+        ->allow_extra_args(false);
     run->add_option("--priority", s.priority, "Fair queue priority: higher first (default 0)");
     run->add_option("--once-per", s.once_per, "Through the job ledger: at most one successful run per period");
     run->add_option("--run-key", s.run_key, "Through the job ledger: at most one successful run for this key");
@@ -508,7 +586,9 @@ int dispatch(int argc, char** argv, bool check_only = false) {
                     "Exit status when the key is busy or the run is done (default 75)");
     run->add_option("--kill-after", s.kill_after, "After a lost lease, SIGKILL this long after SIGTERM (default 10s)");
     run->footer(R"(PROGRAM runs in a process group of its own with SQLOCK_KEY, SQLOCK_TOKEN and
-SQLOCK_OWNER set (ledger runs add SQLOCK_JOB, SQLOCK_RUN_KEY, SQLOCK_ATTEMPT).
+SQLOCK_OWNER set (ledger runs add SQLOCK_JOB, SQLOCK_RUN_KEY, SQLOCK_ATTEMPT;
+--also adds SQLOCK_KEY_COUNT and SQLOCK_KEY_n, SQLOCK_TOKEN_n for n = 1.. in
+key order).
 SIGINT, SIGTERM and SIGHUP are passed on to it. If the lease is lost, or its
 deadline passes while sqlock is frozen, the group gets SIGTERM, then SIGKILL
 after --kill-after, and sqlock exits 70; if sqlock is killed, SIGKILL at once.)");

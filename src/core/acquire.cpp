@@ -16,6 +16,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <random>
 
 namespace sqlock::detail {
@@ -137,10 +138,25 @@ std::shared_ptr<grant> client_impl::try_acquire(std::string_view key, const lock
 
 std::shared_ptr<grant> client_impl::acquire(std::string_view key, std::chrono::milliseconds timeout,
                                             const lock_options& options, const hold_request& what) {
+    try {
+        check_hold(what, options);
+    } catch (...) {
+        telemetry_.count(acquire_outcome::error);
+        throw;
+    }
+    return wait_for("lock '" + std::string(key) + "'", key, timeout, options, what.kind,
+                    [&](std::int64_t ticket, std::string_view, std::int64_t started) {
+                        return wait_step{try_grant(key, options, true, ticket, started, what), key};
+                    });
+}
+
+std::shared_ptr<grant> client_impl::wait_for(
+    std::string_view what, std::string_view event_key, std::chrono::milliseconds timeout,
+    const lock_options& options, char kind,
+    const std::function<wait_step(std::int64_t ticket, std::string_view queued, std::int64_t started)>& try_once) {
     const std::int64_t started = lease_now_ns();  // for telemetry; the timeout is kept on steady_clock
     try {
         validate_timeout(timeout);
-        check_hold(what, options);
     } catch (...) {
         telemetry_.count(acquire_outcome::error);
         throw;
@@ -164,6 +180,7 @@ std::shared_ptr<grant> client_impl::acquire(std::string_view key, std::chrono::m
     std::stop_callback on_cancel(options.cancel, [] { wakeups::notify(); });
     thread_local std::minstd_rand jitter(std::random_device{}());
     std::shared_ptr<ticket_timing> queued;
+    std::string queued_key;  // the key `queued` waits for
     // Gives the ticket up: leaves the queue, or (granted) just forgets it,
     // the grant having removed its row.
     auto drop_ticket = [&](bool leave) {
@@ -186,7 +203,7 @@ std::shared_ptr<grant> client_impl::acquire(std::string_view key, std::chrono::m
         try {
             lock_event e;
             e.kind = event_kind::waited;
-            e.key = std::string(key);
+            e.key = std::string(event_key);
             e.mode = options.mode;
             e.outcome = how;
             e.wait = std::chrono::nanoseconds(std::max<std::int64_t>(now - started, 0));
@@ -205,32 +222,35 @@ std::shared_ptr<grant> client_impl::acquire(std::string_view key, std::chrono::m
     std::int64_t backoff_ms = 4;
     try {
         for (;;) {
-            const std::uint64_t epoch = wakeups::epoch();
-            auto tried = try_grant(key, options, true, queued ? queued->ticket : no_ticket, started, what);
+            std::uint64_t epoch = wakeups::epoch();
+            const wait_step step = try_once(queued ? queued->ticket : no_ticket, queued_key, started);
+            if (step.gave_back) epoch = wakeups::epoch();
+            const attempt& tried = step.got;
             if (tried.granted) {
                 drop_ticket(false);  // the grant removed its row
                 wait_ended(wait_outcome::acquired, &tried, nullptr);
-                return std::move(tried.granted);
+                return tried.granted;
             }
             waited = true;
             const auto now = std::chrono::steady_clock::now();
             if (now >= deadline)
-                throw timeout_error("timed out after " + std::to_string(timeout.count()) + " ms waiting for lock '" +
-                                    std::string(key) + "'");
+                throw timeout_error("timed out after " + std::to_string(timeout.count()) + " ms waiting for " +
+                                    std::string(what));
             if (options.cancel.stop_requested())
-                throw cancelled_error("acquire of '" + std::string(key) + "' was cancelled");
-            if (!queued || queued->gone.load()) {
+                throw cancelled_error("acquire of " + std::string(what) + " was cancelled");
+            if (!queued || queued->gone.load() || queued_key != step.queue_key) {
                 // Take a ticket (again, if our row expired: others may have
-                // passed it) and try at once: the key may have been freed
-                // while we queued.
+                // passed it; elsewhere, if a set found another key busy) and
+                // try at once: the key may have been freed while we queued.
                 drop_ticket(true);
                 const std::string ticket_owner = new_owner_id();
-                queued = queue_->enqueue(key, options, ticket_owner, holder_description(), what.kind);
+                queued_key = std::string(step.queue_key);
+                queued = queue_->enqueue(queued_key, options, ticket_owner, holder_description(), kind);
                 telemetry_.waiters.fetch_add(1);
                 if (events_) {
                     lock_event e;
                     e.kind = event_kind::queued;
-                    e.key = std::string(key);
+                    e.key = queued_key;
                     e.owner = ticket_owner;
                     e.mode = options.mode;
                     e.ticket = queued->ticket;
@@ -265,6 +285,120 @@ std::shared_ptr<grant> client_impl::acquire(std::string_view key, std::chrono::m
         wait_ended(wait_outcome::failed, nullptr, "a non-standard exception");
         throw;
     }
+}
+
+// --- multi-key locks ------------------------------------------------------------
+
+void client_impl::give_back(std::vector<std::shared_ptr<grant>>& grants) noexcept {
+    for (auto it = grants.rbegin(); it != grants.rend(); ++it) {
+        try {
+            release(**it);
+        } catch (const std::exception& e) {
+            log_->warn("giving back '{}' of an unfinished set failed: {} (the lease expires on its own)", (*it)->key,
+                       e.what());
+        } catch (...) {
+        }
+    }
+    grants.clear();
+}
+
+client_impl::set_attempt client_impl::try_grant_set(const std::vector<std::string>& keys,
+                                                    const lock_options& options, std::int64_t ticket,
+                                                    std::string_view ticket_key, std::int64_t started) {
+    set_attempt out;
+    out.granted.signals = std::make_shared<set_signals>(options.on_lost);
+    const lock_options round = round_options(options, out.granted.signals);
+    // Key order, except that the key this set queues for (the one it last
+    // found busy) goes first: while it stays busy a round touches no other
+    // key. Every try is a try: nothing here waits while holding a key, so
+    // no order can deadlock; the shared order keeps sets from taking each
+    // other's keys in turn.
+    std::vector<std::size_t> order(keys.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    const auto queued = std::find(keys.begin(), keys.end(), ticket_key);
+    if (queued != keys.end()) std::rotate(order.begin(), order.begin() + (queued - keys.begin()),
+                                          order.begin() + (queued - keys.begin()) + 1);
+    std::vector<std::shared_ptr<grant>> taken;  // in the order taken
+    taken.reserve(keys.size());
+    try {
+        for (const std::size_t i : order) {
+            auto tried = try_grant(keys[i], round, true, keys[i] == ticket_key ? ticket : no_ticket, started);
+            if (!tried.granted) {
+                // Never hold part of a set while others wait for it: what
+                // this round took goes back before the caller waits.
+                out.gave_back = !taken.empty();
+                give_back(taken);
+                out.missing = i;
+                out.remaining_ms = tried.remaining_ms;
+                return out;
+            }
+            taken.push_back(std::move(tried.granted));
+        }
+    } catch (...) {
+        give_back(taken);
+        throw;
+    }
+    auto& grants = out.granted.grants;
+    grants.resize(keys.size());
+    for (std::size_t n = 0; n < order.size(); ++n) grants[order[n]] = std::move(taken[n]);
+    return out;
+}
+
+client_impl::granted_set client_impl::try_acquire_set(const std::vector<std::string>& keys,
+                                                      const lock_options& options) {
+    set_attempt tried;
+    try {
+        tried = try_grant_set(keys, options, no_ticket, {}, lease_now_ns());
+    } catch (...) {
+        telemetry_.count(acquire_outcome::error);
+        throw;
+    }
+    telemetry_.count(tried.granted.grants.empty() ? acquire_outcome::busy : acquire_outcome::acquired);
+    return std::move(tried.granted);
+}
+
+client_impl::granted_set client_impl::acquire_set(const std::vector<std::string>& keys,
+                                                  std::chrono::milliseconds timeout, const lock_options& options) {
+    std::string what = "locks";
+    for (const auto& k : keys) what += (&k == &keys.front() ? " '" : ", '") + k + "'";
+    granted_set granted;
+    (void)wait_for(what, keys.front(), timeout, options, 'X',
+                   [&](std::int64_t ticket, std::string_view queued, std::int64_t started) {
+                       auto round = try_grant_set(keys, options, ticket, queued, started);
+                       wait_step step;
+                       if (round.granted.grants.empty()) {
+                           step.queue_key = keys[round.missing];
+                           step.got.remaining_ms = round.remaining_ms;
+                           step.gave_back = round.gave_back;
+                           return step;
+                       }
+                       granted = std::move(round.granted);
+                       step.got.granted = granted.grants.front();  // the set's events name its first key
+                       return step;
+                   });
+    return granted;
+}
+
+lease_set_ref client_impl::hand_out(std::vector<std::string> keys, granted_set set) {
+    auto out = std::make_shared<lease_set>();
+    out->keys = std::move(keys);
+    out->signals = std::move(set.signals);
+    out->leases.reserve(set.grants.size());
+    out->watches.reserve(set.grants.size());
+    for (auto& g : set.grants) {
+        out->watches.push_back(std::make_unique<std::stop_callback<std::function<void()>>>(
+            g->stop.get_token(), std::function<void()>([s = out->stop] () mutable { s.request_stop(); })));
+        out->leases.emplace_back(grant_ref{g});
+    }
+    out->signals->arm();
+    // A key lost before the set was armed told nobody: tell it now, once.
+    for (auto& g : set.grants) {
+        if (g->lost.load() && g->on_lost) {
+            post(*g, &grant::on_lost, "on_lost");
+            break;
+        }
+    }
+    return {std::move(out)};
 }
 
 void client_impl::check_hold(const hold_request& what, const lock_options& options) const {

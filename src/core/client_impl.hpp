@@ -7,6 +7,7 @@
 // (leases.cpp), and the facade and admin operations (client.cpp).
 
 #include "core/grant.hpp"
+#include "core/lease_set.hpp"
 #include "core/telemetry.hpp"
 #include "pool/pool.hpp"
 #include "core/url.hpp"
@@ -19,6 +20,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -94,6 +96,22 @@ public:
     // Tries until granted, timed out (timeout_error) or cancelled (cancelled_error).
     std::shared_ptr<grant> acquire(std::string_view key, std::chrono::milliseconds timeout,
                                    const lock_options& options, const hold_request& what = {});
+    // --- multi-key locks (acquire.cpp) ---
+    // A set's grants, in key order (empty when a key was busy), and the
+    // signals of the round that granted them.
+    struct granted_set {
+        std::vector<std::shared_ptr<grant>> grants;
+        std::shared_ptr<set_signals> signals;
+    };
+    // client::try_acquire_all() and acquire_all(); `keys` as canonical_keys()
+    // returns them, options checked by check_set_options().
+    granted_set try_acquire_set(const std::vector<std::string>& keys, const lock_options& options);
+    granted_set acquire_set(const std::vector<std::string>& keys, std::chrono::milliseconds timeout,
+                            const lock_options& options);
+    // A granted set made a multi_lease's state: its leases, the watches that
+    // make any key's stop the set's, and its signals armed (a key lost
+    // already is told at once, on the callback thread).
+    lease_set_ref hand_out(std::vector<std::string> keys, granted_set set);
     // Throws config_error for a shared or permit request the library cannot
     // serve (bad permits, select_for_update), before any SQL.
     void check_hold(const hold_request& what, const lock_options& options) const;
@@ -136,6 +154,37 @@ public:
     std::int64_t periodic(std::int64_t now) override;
 
 private:
+    // One try of a waiting acquisition: granted (got.granted set), or the
+    // key whose queue to wait in and what the holder's lease has left.
+    struct wait_step {
+        attempt got;
+        std::string_view queue_key;
+        // try_once released keys of its own (a set's partial round), which
+        // woke this process's waiters, this one too: wait from after that.
+        bool gave_back = false;
+    };
+    // The wait shared by acquire() and acquire_set(): try_once(ticket,
+    // queued key, started) until it grants, the timeout passes
+    // (timeout_error) or options.cancel stops it (cancelled_error), holding
+    // a ticket in the queue of the key try_once last found busy. `what`
+    // names the wait in messages ("lock 'k'"); `event_key` in events.
+    std::shared_ptr<grant> wait_for(
+        std::string_view what, std::string_view event_key, std::chrono::milliseconds timeout,
+        const lock_options& options, char kind,
+        const std::function<wait_step(std::int64_t ticket, std::string_view queued, std::int64_t started)>& try_once);
+    // One round of a set: each key with a try-grant (the queued key first,
+    // then key order); on a miss the keys taken in this round are given back
+    // (gave_back) and `missing` names the busy one.
+    struct set_attempt {
+        granted_set granted;
+        std::size_t missing = 0;
+        bool gave_back = false;
+        std::optional<std::int64_t> remaining_ms;
+    };
+    set_attempt try_grant_set(const std::vector<std::string>& keys, const lock_options& options,
+                              std::int64_t ticket, std::string_view ticket_key, std::int64_t started);
+    // Releases grants of an unfinished set, last first; never throws.
+    void give_back(std::vector<std::shared_ptr<grant>>& grants) noexcept;
     std::shared_ptr<grant> new_grant(std::string_view key, const lock_options& options, char kind = 'X');
     // A grant made: register it for reentrancy and with the watchdog and the
     // timer. sent: when the granting attempt was sent; answered: when it

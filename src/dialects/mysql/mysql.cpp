@@ -320,10 +320,9 @@ public:
 
     bool release_holder(char kind, std::string_view key, std::string_view owner) override {
         return guarded("release", [&] {
-            if (kind == 'S') return scalar("shared_release", key, owner).value_or(0) == 1;
-            const bool live = scalar("permit_release", key, owner).value_or(0) > 0;
-            update("permit_delete", key, owner);
-            return live;
+            // Procedures that also wake the next waiter after their commit
+            // (migrations/mysql/0007_release_wake_ups.sql).
+            return scalar(kind == 'S' ? "shared_release" : "permit_release", key, owner).value_or(0) == 1;
         });
     }
 

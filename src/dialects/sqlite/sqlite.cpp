@@ -344,13 +344,31 @@ public:
     }
 
     bool release_holder(char kind, std::string_view key, std::string_view owner) override {
-        std::optional<std::int64_t> live;
+        bool live = false;
+        std::string wake;  // the head waiter's channel, when this release lets it in
         write_transaction([&] {
-            live = first_integer(kind == 'S' ? "shared_release" : "permit_release", key, owner);
-            if (kind == 'S') update("shared_lower", key);
+            if (kind == 'S') {
+                live = first_integer("shared_release", key, owner).value_or(0) != 0;
+                auto lower = prepare("shared_lower");
+                lower.bind(1, key);
+                // Drained only after a row (see grant_statement).
+                if (lower.step()) {
+                    if (!lower.null(0)) wake = lower.text(0);
+                    lower.run();
+                }
+            } else {
+                auto q = prepare("permit_release");
+                q.bind(1, key).bind(2, owner);
+                if (q.step()) {
+                    live = q.integer(0) != 0;
+                    if (!q.null(1)) wake = q.text(1);
+                    q.run();
+                }
+            }
             return true;
         });
-        return live.value_or(0) != 0;
+        if (!wake.empty()) ring_sqlite_doorbell(wake);  // committed: the waiter finds the key free
+        return live;
     }
 
     std::vector<bool> renew_holders(const std::vector<renewal>& batch) override {

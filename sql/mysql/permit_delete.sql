@@ -1,2 +1,0 @@
--- Permit release, step 2: ? name, ? owner.
-DELETE FROM sqlock_holders WHERE kind = 'P' AND lock_key = ? AND owner = ?

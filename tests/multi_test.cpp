@@ -1,0 +1,175 @@
+// Multi-key locks (client::acquire_all), on every backend: the contract in
+// one process, and no deadlock and no overlap across processes (tests/worker.cpp
+// "multi").
+
+#include "support/doctest_types.hpp"
+#include "support/helpers.hpp"
+#include "support/process.hpp"
+
+#include <sqlock/sqlock.hpp>
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace std::chrono_literals;
+
+TEST_SUITE("multi") {
+
+TEST_CASE_TEMPLATE("a multi-key lock holds every key, with a token per key, until released", Db, ALL_BACKENDS) {
+    Db db;
+    auto a = db.open();
+    auto b = db.open();
+    auto before = a.try_acquire("set/b");
+    REQUIRE(before);
+    const auto old_b = before->token();
+    before->release();
+    auto set = a.try_acquire_all({"set/c", "set/a", "set/b"});
+    REQUIRE(set);
+    CHECK(set->keys() == std::vector<std::string>{"set/a", "set/b", "set/c"});
+    CHECK(set->tokens().size() == 3);
+    CHECK(set->token("set/b") > old_b);
+    CHECK(set->tokens()[1] == set->token("set/b"));
+    CHECK(set->at("set/c").key() == "set/c");
+    CHECK_THROWS_AS((void)set->token("set/d"), sqlock::config_error);
+    CHECK_FALSE(set->lost());
+    CHECK_NOTHROW(set->check());
+    for (const auto* k : {"set/a", "set/b", "set/c"}) {
+        CAPTURE(k);
+        CHECK_FALSE(b.try_acquire(k));
+        CHECK(a.inspect(k).held);
+    }
+    CHECK_FALSE(b.try_acquire_all({"set/b", "set/x"}));
+    CHECK(set->renew());
+    set->release();
+    set->release();  // idempotent
+    auto again = b.try_acquire_all({"set/a", "set/b", "set/c"});
+    REQUIRE(again);
+    CHECK(again->token("set/a") > set->token("set/a"));
+    // Moved: the new owner holds, the old one holds nothing.
+    sqlock::multi_lease moved = std::move(*again);
+    CHECK(again->keys().empty());
+    CHECK(again->lost());
+    CHECK_FALSE(moved.lost());
+}
+
+TEST_CASE_TEMPLATE("a set that finds a key busy holds none of its keys", Db, ALL_BACKENDS) {
+    Db db;
+    auto a = db.open();
+    auto b = db.open();
+    auto busy = a.try_acquire("part/c", {.lease = 60s});
+    REQUIRE(busy);
+    // try_acquire_all took part/a and part/b before it found part/c busy.
+    CHECK_FALSE(b.try_acquire_all({"part/a", "part/b", "part/c"}));
+    CHECK_FALSE(a.inspect("part/a").held);
+    CHECK_FALSE(a.inspect("part/b").held);
+    // A waiting set queues for the busy key and holds none of the others meanwhile.
+    std::optional<sqlock::multi_lease> got;
+    std::thread waiter([&] { got.emplace(b.acquire_all({"part/c", "part/a", "part/b"}, 30s)); });
+    REQUIRE(test::eventually([&] { return a.waiters("part/c").size() == 1; }));
+    auto c = db.open();
+    for (const auto* k : {"part/a", "part/b"}) {
+        CAPTURE(k);
+        auto l = c.try_acquire(k);
+        CHECK(l);
+    }
+    busy->release();
+    waiter.join();
+    REQUIRE(got);
+    CHECK_FALSE(got->lost());
+    CHECK(a.waiters("part/").empty());
+    // A set that times out leaves no key held and no waiter behind.
+    got->release();
+    auto blocker = a.try_acquire("part/b", {.lease = 60s});
+    REQUIRE(blocker);
+    CHECK_THROWS_AS((void)b.acquire_all({"part/a", "part/b"}, 300ms), sqlock::timeout_error);
+    CHECK_FALSE(a.inspect("part/a").held);
+    CHECK(a.waiters("part/").empty());
+}
+
+TEST_CASE_TEMPLATE("a set's loss is reported once, before another party is granted a key", Db, ALL_BACKENDS) {
+    Db db;
+    auto a = db.open();
+    auto b = db.open();
+    std::atomic<int> lost_calls{0};
+    auto set = a.try_acquire_all({"loss/a", "loss/b"},
+                                 {.lease = 800ms,
+                                  .auto_renew = false,
+                                  .on_lost = [&](const std::string&, std::int64_t) { ++lost_calls; }});
+    REQUIRE(set);
+    const auto stop = set->stop_token();
+    CHECK_FALSE(stop.stop_requested());
+    auto other = b.acquire("loss/b", 10s);
+    CHECK(set->lost());  // said before the other client got the key
+    CHECK(stop.stop_requested());
+    CHECK(other.token() > set->token("loss/b"));
+    CHECK_THROWS_AS(set->check(), sqlock::lease_lost_error);
+    // Both keys' leases ran out; the set's on_lost ran once.
+    CHECK(test::eventually([&] { return lost_calls.load() >= 1; }));
+    std::this_thread::sleep_for(300ms);
+    CHECK(lost_calls == 1);
+    CHECK(set->at("loss/a").lost());
+
+    // An auto-renewed set outlives its lease.
+    auto renewed = a.try_acquire_all({"loss/c", "loss/d"}, {.lease = 600ms});
+    REQUIRE(renewed);
+    std::this_thread::sleep_for(1500ms);
+    CHECK_FALSE(renewed->lost());
+    CHECK_FALSE(b.try_acquire("loss/d"));
+}
+
+TEST_CASE_TEMPLATE("bad input to a multi-key lock is refused before any SQL", Db, ALL_BACKENDS) {
+    Db db;
+    auto a = db.open_quiet();
+    (void)a.try_acquire_all({"bad/warm"});  // the schema check is behind us
+    const auto before = a.stats().statements;
+    std::vector<std::string> many;
+    for (std::size_t i = 0; i <= sqlock::max_keys_per_set; ++i) many.push_back("bad/" + std::to_string(i));
+    CHECK_THROWS_AS((void)a.try_acquire_all({}), sqlock::config_error);
+    CHECK_THROWS_AS((void)a.try_acquire_all({"bad/a", "bad/b", "bad/a"}), sqlock::config_error);
+    CHECK_THROWS_AS((void)a.acquire_all({"bad/a", "bad/a"}, 1s), sqlock::config_error);
+    CHECK_THROWS_AS((void)a.try_acquire_all(many), sqlock::config_error);
+    CHECK_THROWS_AS((void)a.try_acquire_all({"bad/a", ""}), sqlock::config_error);
+    CHECK_THROWS_AS((void)a.try_acquire_all({"bad/a", "bad/b"}, {.mode = sqlock::mode::select_for_update}),
+                    sqlock::config_error);
+    CHECK_THROWS_AS((void)a.acquire_all({"bad/a", "bad/b"}, -1s), sqlock::config_error);
+    CHECK(a.stats().statements == before);
+    many.pop_back();  // max_keys_per_set keys are fine
+    CHECK(a.try_acquire_all(many));
+}
+
+TEST_CASE_TEMPLATE("sets of overlapping keys in random orders never deadlock nor overlap, across processes", Db,
+                   ALL_BACKENDS) {
+    constexpr int workers = 4, iterations = 100;
+    Db db;
+    (void)db.open();  // migrated once, before the workers start
+    test::temp_dir dir;
+    std::vector<test::child> children;
+    for (int i = 0; i < workers; ++i)
+        children.emplace_back(std::vector<std::string>{test::worker_path(), "multi", db.url(), db.prefix,
+                                                       "m/0,m/1,m/2,m/3", std::to_string(iterations), "3000",
+                                                       dir.path.string(), "60000"});
+    long waits = 0;
+    for (auto& c : children) {
+        CHECK(test::line_or_eof(c.read_line(240s)) == "done " + std::to_string(iterations));
+        // With the locks left out (each worker under a table prefix of its
+        // own) the inside files collide about a dozen times per worker.
+        CHECK(test::line_or_eof(c.read_line(5s)) == "overlaps 0");
+        CHECK(test::line_or_eof(c.read_line(5s)) == "timeouts 0");  // no call waited out its 60 s
+        CHECK(test::line_or_eof(c.read_line(5s)) == "lost 0");
+        const auto line = test::line_or_eof(c.read_line(5s));
+        REQUIRE(line.rfind("waits ", 0) == 0);
+        waits += std::stol(line.substr(6));
+        CHECK(c.wait() == 0);
+    }
+    CHECK(waits > 0);  // sets did find keys busy and wait for them
+    auto c = db.open();
+    CHECK(c.locks("m/").empty());
+    CHECK(c.waiters("m/").empty());
+}
+
+}  // TEST_SUITE
