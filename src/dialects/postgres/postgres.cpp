@@ -213,20 +213,9 @@ public:
     }
 
     grant_result grant(const grant_request& r) override {
-        return guarded("grant", [&]() -> grant_result {
-            pqxx::result res;
-            try {
-                res = run("grant", r.key, r.owner, std::string_view(to_string(r.mode)), r.lease_ms, r.holder, r.note,
-                          r.ticket, r.priority);
-            } catch (const pqxx::sql_error& e) {
-                // lock_timeout: a select_for_update holder has the row.
-                if (e.sqlstate() == lock_not_available) return {};
-                throw;
-            }
-            grant_result out;
-            if (!res[0][0].is_null()) out.token = res[0][0].as<std::int64_t>();
-            if (!res[0][1].is_null()) out.remaining_ms = res[0][1].as<std::int64_t>();
-            return out;
+        return granting([&] {
+            return run("grant", r.key, r.owner, std::string_view(to_string(r.mode)), r.lease_ms, r.holder, r.note,
+                       r.ticket, r.priority);
         });
     }
 
@@ -309,15 +298,24 @@ public:
     }
 
     grant_result grant_holder(const holder_request& r) override {
+        return granting([&] {
+            return r.kind == 'S' ? run("shared_grant", r.key, r.owner, r.lease_ms, r.holder, r.note, r.ticket,
+                                       r.priority)
+                                 : run("permit_grant", r.key, r.owner, r.permits, r.lease_ms, r.holder, r.note,
+                                       r.ticket, r.priority);
+        });
+    }
+
+    // A grant statement sent by `send`: its (token, remaining ms) row. A
+    // lock_timeout means a select_for_update holder has the key's row:
+    // contention, no grant.
+    template <class F>
+    grant_result granting(F&& send) {
         return guarded("grant", [&]() -> grant_result {
             pqxx::result res;
             try {
-                res = r.kind == 'S' ? run("shared_grant", r.key, r.owner, r.lease_ms, r.holder, r.note, r.ticket,
-                                          r.priority)
-                                    : run("permit_grant", r.key, r.owner, r.permits, r.lease_ms, r.holder, r.note,
-                                          r.ticket, r.priority);
+                res = send();
             } catch (const pqxx::sql_error& e) {
-                // lock_timeout: a select_for_update holder has the key's row.
                 if (e.sqlstate() == lock_not_available) return {};
                 throw;
             }
