@@ -3,7 +3,7 @@
 -- inside the holder's transaction; one matched row means the row is ours.
 --
 -- The row is locked only when it is free: no committed lease is live on it
--- and no live waiter is ahead (as in migrations/mysql/0005_no_barging.sql). An UPDATE, not SELECT ... FOR UPDATE:
+-- and no live waiter is ahead (as in migrations/mysql/0008_leaner_grant.sql). An UPDATE, not SELECT ... FOR UPDATE:
 -- under READ COMMITTED an UPDATE lets go of a row its WHERE rejects at once,
 -- while a locking SELECT keeps it, so a requester stalled before its ROLLBACK
 -- would keep a lease holder's renewals waiting. A lock wait of 0 makes a row
@@ -15,4 +15,4 @@ UPDATE sqlock_locks SET expires_at = expires_at
                     WHERE w.lock_key = ? AND w.expires_at > UTC_TIMESTAMP(6)
                       AND IF(w.fair, w.priority > ? OR (w.priority = ? AND w.ticket < ?),
                              ? = -9223372036854775808 AND w.ticket < ?
-                             AND w.enqueued_at <= UTC_TIMESTAMP(6) - INTERVAL 20000 MICROSECOND))
+                             AND w.enqueued_at <= UTC_TIMESTAMP(6) - INTERVAL 2000 MICROSECOND))

@@ -6,7 +6,7 @@
 -- the lock row is free, expired or its own. Ahead: a fair waiter of higher
 -- priority, or of the same priority with a lower ticket; and, for a request
 -- that is not fair, also a waiter that is not fair either, has a lower ticket
--- and has waited 20 ms or more (no barging past a queue: the releaser cannot
+-- and has waited 2 ms or more (no barging past a queue: the releaser cannot
 -- re-win the key over waiters that were already waiting; a waiter that has
 -- only just queued may still be passed, which keeps handoffs cheap). The upsert keeps the lock row locked until commit, so the fence
 -- bump that follows in the same statement happens after exclusion is
@@ -21,7 +21,7 @@ WITH granted AS (
                           AND CASE WHEN w.fair
                                    THEN w.priority > $8::bigint OR (w.priority = $8::bigint AND w.ticket < $7::bigint)
                                    ELSE $8::bigint = -9223372036854775808 AND w.ticket < $7::bigint
-                                        AND w.enqueued_at <= clock_timestamp() - interval '20 milliseconds' END)
+                                        AND w.enqueued_at <= clock_timestamp() - interval '2 milliseconds' END)
     ON CONFLICT (lock_key) DO UPDATE
        SET owner = EXCLUDED.owner, mode = EXCLUDED.mode, expires_at = EXCLUDED.expires_at,
            acquired_at = EXCLUDED.acquired_at, holder = EXCLUDED.holder, note = EXCLUDED.note

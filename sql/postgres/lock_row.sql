@@ -21,5 +21,5 @@ SELECT r.lock_key IS NOT NULL AS present,
                              AND CASE WHEN w.fair
                                       THEN w.priority > $3::bigint OR (w.priority = $3::bigint AND w.ticket < $2::bigint)
                                       ELSE $3::bigint = -9223372036854775808 AND w.ticket < $2::bigint
-                                           AND w.enqueued_at <= clock_timestamp() - interval '20 milliseconds' END)
+                                           AND w.enqueued_at <= clock_timestamp() - interval '2 milliseconds' END)
           FOR UPDATE OF l NOWAIT) AS locked ON true

@@ -1,6 +1,6 @@
 // Acquisition: one try (try_grant), and the wait for a busy key (acquire):
 // a ticket in the wait queue for every waiter (fair ones wait their turn; the
-// others cannot be passed by a releaser once they have waited 20 ms), wake-ups
+// others cannot be passed by a releaser once they have waited 2 ms), wake-ups
 // from releases (in this process directly, from other processes through the
 // dialect's doorbell), and jittered exponential backoff bounded by the
 // holder's remaining lease for when no wake-up comes.
@@ -81,7 +81,7 @@ client_impl::attempt client_impl::try_grant(std::string_view key, const lock_opt
     attempt out;
     const std::int64_t sent = lease_now_ns();
     // Not fair: every live fair waiter is ahead, and every waiter that is not
-    // fair and has waited 20 ms (sql/*/grant.sql). Fair without a ticket yet:
+    // fair and has waited 2 ms (sql/*/grant.sql). Fair without a ticket yet:
     // waiters of the same or higher priority are ahead.
     const std::int64_t priority = options.fair ? options.priority : not_fair;
     if (what.kind != 'X') {

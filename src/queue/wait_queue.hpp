@@ -5,7 +5,7 @@
 // dies. Fair acquisitions are served by priority, then ticket; a crashed
 // waiter's row expires and stops counting. Every blocking acquisition queues,
 // fair or not (those that are not fair cannot be passed by a releaser once
-// they have waited 20 ms). Where the dialect has wake-ups (PostgreSQL NOTIFY,
+// they have waited 2 ms). Where the dialect has wake-ups (PostgreSQL NOTIFY,
 // MariaDB's doorbell, SQLite's datagram socket), a listener wakes this
 // process's waiters when a release names this client's channel.
 
