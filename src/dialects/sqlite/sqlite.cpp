@@ -17,6 +17,8 @@
 #include <cstring>
 #include <ctime>
 
+#include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <filesystem>
@@ -25,6 +27,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 
 namespace sqlock::detail {
 namespace {
@@ -98,6 +101,39 @@ private:
     std::mutex mu_;
     bool busy_ = false;
     std::deque<waiter*> waiting_;
+};
+
+// How long a writer waits for another process's write lock, and how often
+// it looks. SQLite's own busy timeout sleeps 1, 2, 5, 10, 15, 20, 25, ... ms
+// between attempts, so a writer that met the lock three or four times came
+// back after writers that had arrived 10-20 ms later: across processes the
+// write lock went to whoever looked last, not first (the FIFO "inversions" of
+// the fairness bench, where taking a ticket is such a write). Looking every
+// millisecond keeps arrival order to about that; a look is one file-lock
+// call, cheap beside the write it waits for.
+class busy_wait {
+public:
+    void install(sqlite3* db, std::chrono::milliseconds limit) {
+        limit_ = limit;
+        sqlite3_busy_handler(db, &busy_wait::handler, this);
+    }
+
+private:
+    static int handler(void* self, int attempts) {
+        auto& me = *static_cast<busy_wait*>(self);
+        const auto now = std::chrono::steady_clock::now();
+        if (attempts == 0) me.since_ = now;
+        const auto left = me.since_ + me.limit_ - now;
+        if (left <= std::chrono::steady_clock::duration::zero()) return 0;  // SQLITE_BUSY to the caller
+        // The first looks come quickly: most write locks are held well under a millisecond.
+        const std::chrono::steady_clock::duration pause =
+            attempts < 3 ? std::chrono::microseconds(100) : std::chrono::microseconds(1000);
+        std::this_thread::sleep_for(std::min(pause, left));
+        return 1;
+    }
+
+    std::chrono::milliseconds limit_{0};
+    std::chrono::steady_clock::time_point since_;
 };
 
 // One queue per database file in this process, shared by every client of it.
@@ -185,7 +221,7 @@ public:
         }
         // Writers wait for each other up to the statement timeout instead of
         // failing with SQLITE_BUSY at once.
-        sqlite3_busy_timeout(db_, static_cast<int>(ctx.options.statement_timeout.count()));
+        busy_.install(db_, ctx.options.statement_timeout);
         register_clock(db_, sql_);
         exec("PRAGMA journal_mode=WAL");
         exec("PRAGMA foreign_keys=ON");
@@ -269,8 +305,7 @@ public:
 
     void bound_waits(std::chrono::milliseconds bound) override {
         // The busy handler is SQLite's only wait: for another process's write lock.
-        sqlite3_busy_timeout(db_, static_cast<int>(bound.count() > 0 ? bound.count()
-                                                                      : ctx_.options.statement_timeout.count()));
+        busy_.install(db_, bound.count() > 0 ? bound : ctx_.options.statement_timeout);
     }
 
     std::vector<bool> renew_batch(const std::vector<renewal>& batch) override {
@@ -687,6 +722,7 @@ private:
     const dialect_context& ctx_;
     const sql_library& sql_;
     std::shared_ptr<write_queue> writers_;
+    busy_wait busy_;  // outlives db_, whose busy handler points here
     sqlite3* db_ = nullptr;
     std::map<std::string, sqlite3_stmt*> cache_;
     bool in_write_tx_ = false;  // this session holds the process's write turn
