@@ -5,8 +5,10 @@
 #include "dialects/common/fault.hpp"
 #include "dialects/common/sql_library.hpp"
 #include "dialects/dialect.hpp"
+#include "dialects/sqlite/busy_wait.hpp"
 #include "dialects/sqlite/doorbell.hpp"
 #include "dialects/sqlite/sqlite_url.hpp"
+#include "dialects/sqlite/write_queue.hpp"
 
 #include <sqlock/errors.hpp>
 
@@ -61,80 +63,6 @@ void register_clock(sqlite3* db, const sql_library& sql) {
         throw connection_error(what + ": " + msg);
     throw db_error(dialect_name, std::to_string(rc), what + ": " + msg);
 }
-
-// Writers of one process take turns in arrival order. SQLite's busy handler
-// sleeps and retries instead of queueing, so a thread writing in a tight loop
-// would otherwise win the write lock nearly every time and starve the
-// watchdog's renewals. (Writers in other processes still meet the busy handler.)
-class write_queue {
-public:
-    void lock() {
-        std::unique_lock l(mu_);
-        if (!busy_) {
-            busy_ = true;
-            return;
-        }
-        waiter me;
-        waiting_.push_back(&me);
-        me.cv.wait(l, [&] { return me.turn; });
-    }
-    // Hands the turn to the longest waiting writer, waking only that one (a
-    // broadcast woke every queued thread at every statement: with 32 writing
-    // threads, most of the queue's cost).
-    void unlock() {
-        std::lock_guard l(mu_);
-        if (waiting_.empty()) {
-            busy_ = false;
-            return;
-        }
-        waiter* next = waiting_.front();
-        waiting_.pop_front();
-        next->turn = true;
-        next->cv.notify_one();  // under the mutex: `next` lives on its thread's stack until it sees its turn
-    }
-
-private:
-    struct waiter {
-        std::condition_variable cv;
-        bool turn = false;
-    };
-    std::mutex mu_;
-    bool busy_ = false;
-    std::deque<waiter*> waiting_;
-};
-
-// How long a writer waits for another process's write lock, and how often
-// it looks. SQLite's own busy timeout sleeps 1, 2, 5, 10, 15, 20, 25, ... ms
-// between attempts, so a writer that met the lock three or four times came
-// back after writers that had arrived 10-20 ms later: across processes the
-// write lock went to whoever looked last, not first (the FIFO "inversions" of
-// the fairness bench, where taking a ticket is such a write). Looking every
-// millisecond keeps arrival order to about that; a look is one file-lock
-// call, cheap beside the write it waits for.
-class busy_wait {
-public:
-    void install(sqlite3* db, std::chrono::milliseconds limit) {
-        limit_ = limit;
-        sqlite3_busy_handler(db, &busy_wait::handler, this);
-    }
-
-private:
-    static int handler(void* self, int attempts) {
-        auto& me = *static_cast<busy_wait*>(self);
-        const auto now = std::chrono::steady_clock::now();
-        if (attempts == 0) me.since_ = now;
-        const auto left = me.since_ + me.limit_ - now;
-        if (left <= std::chrono::steady_clock::duration::zero()) return 0;  // SQLITE_BUSY to the caller
-        // The first looks come quickly: most write locks are held well under a millisecond.
-        const std::chrono::steady_clock::duration pause =
-            attempts < 3 ? std::chrono::microseconds(100) : std::chrono::microseconds(1000);
-        std::this_thread::sleep_for(std::min(pause, left));
-        return 1;
-    }
-
-    std::chrono::milliseconds limit_{0};
-    std::chrono::steady_clock::time_point since_;
-};
 
 // One queue per database file in this process, shared by every client of it.
 std::shared_ptr<write_queue> write_queue_for(const std::string& path) {

@@ -1,0 +1,89 @@
+// SQLite's in-process write turn (src/dialects/sqlite/write_queue.hpp)
+// without a database: exclusion, first-in-first-out among writers that had
+// to wait, and no writer left waiting behind one that never stops asking.
+
+#include "dialects/sqlite/write_queue.hpp"
+
+#include "support/helpers.hpp"
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+using sqlock::detail::write_queue;
+using namespace std::chrono_literals;
+
+TEST_SUITE("unit") {
+
+TEST_CASE("the write turn is held by one writer at a time") {
+    write_queue q;
+    int inside = 0, overlaps = 0;
+    long long count = 0;  // not atomic: only right if the turn excludes
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 8; ++t)
+        threads.emplace_back([&] {
+            for (int i = 0; i < 5000; ++i) {
+                std::lock_guard turn(q);
+                if (++inside != 1) ++overlaps;
+                ++count;
+                --inside;
+            }
+        });
+    for (auto& t : threads) t.join();
+    CHECK(overlaps == 0);
+    CHECK(count == 8 * 5000);
+}
+
+TEST_CASE("writers that had to wait get the turn in the order they asked") {
+    write_queue q;
+    std::mutex order_mu;
+    std::vector<int> order;
+    std::atomic<int> asked{0};
+    q.lock();
+    std::vector<std::thread> writers;
+    for (int w = 0; w < 4; ++w) {
+        writers.emplace_back([&, w] {
+            asked.fetch_add(1);
+            std::lock_guard turn(q);
+            std::lock_guard l(order_mu);
+            order.push_back(w);
+        });
+        // The next writer asks only once this one is surely queued.
+        REQUIRE(test::eventually([&] { return asked.load() == w + 1; }));
+        std::this_thread::sleep_for(20ms);
+    }
+    q.unlock();
+    for (auto& t : writers) t.join();
+    CHECK(order == std::vector<int>{0, 1, 2, 3});
+}
+
+TEST_CASE("a writer that never stops asking does not keep a queued writer waiting") {
+    write_queue q;
+    std::atomic<bool> stop{false};
+    std::atomic<long long> hammered{0};
+    std::thread hammer([&] {
+        while (!stop.load()) {
+            std::lock_guard turn(q);
+            hammered.fetch_add(1);
+        }
+    });
+    REQUIRE(test::eventually([&] { return hammered.load() > 1000; }));
+    std::atomic<int> done{0};
+    std::thread other([&] {
+        for (int i = 0; i < 200; ++i) {
+            std::lock_guard turn(q);
+            done.fetch_add(1);
+        }
+    });
+    // Liveness, not speed: the bound is generous.
+    CHECK(test::eventually([&] { return done.load() == 200; }, 60s));
+    stop = true;
+    hammer.join();
+    other.join();
+}
+
+}  // TEST_SUITE("unit")
