@@ -248,7 +248,7 @@ int run_job(client& db, const settings& s, const run_plan& plan, signal_relay& r
                                               : std::string("no attempts left")) +
                             "; " + program_name(s) + " not run"};
     }
-    return 1;
+    return exit_status::failure;
 }
 
 }  // namespace

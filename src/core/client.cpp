@@ -87,12 +87,6 @@ std::shared_ptr<spdlog::logger> default_logger() {
     return spdlog::stderr_color_mt("sqlock");
 }
 
-std::unique_ptr<dialect> make_dialect(const std::string& scheme, const dialect_context& ctx) {
-    if (scheme == "postgres") return make_postgres(ctx);
-    if (scheme == "mysql") return make_mysql(ctx);
-    return make_sqlite(ctx);
-}
-
 }  // namespace
 
 client_impl& lease_access::client(const lease& l) { return *of(l).client; }

@@ -344,5 +344,8 @@ private:
 std::unique_ptr<dialect> make_postgres(const dialect_context& ctx);
 std::unique_ptr<dialect> make_mysql(const dialect_context& ctx);
 std::unique_ptr<dialect> make_sqlite(const dialect_context& ctx);
+// The dialect of a URL scheme as the URL parser folds it (core/url.hpp):
+// "postgres", "mysql", else SQLite.
+std::unique_ptr<dialect> make_dialect(std::string_view scheme, const dialect_context& ctx);
 
 }  // namespace sqlock::detail
