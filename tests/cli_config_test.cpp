@@ -25,9 +25,6 @@
 
 using namespace std::chrono_literals;
 using test::cli;
-using test::hold;
-using test::lines;
-using test::slurp;
 
 TEST_SUITE("cli") {
 

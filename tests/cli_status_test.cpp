@@ -29,9 +29,6 @@
 
 using namespace std::chrono_literals;
 using test::cli;
-using test::hold;
-using test::lines;
-using test::slurp;
 using test::prometheus;
 
 TEST_SUITE("cli") {
