@@ -193,7 +193,9 @@ public:
 // Driver failures leave as sqlock errors: connection_error when the connection
 // is unusable (the pool then drops it), schema_error for missing tables,
 // db_error otherwise. Lock-wait timeouts and NOWAIT refusals are contention,
-// reported through results, never thrown.
+// reported through results, never thrown. A dialect's session class declares
+// its overrides by including session_operations.inc (and, with row locks,
+// row_lock_operations.inc): an operation added here is added there too.
 class session {
 public:
     virtual ~session() = default;
