@@ -33,8 +33,11 @@ inline constexpr std::size_t max_keys_per_set = 64;
 // failures there are logged). Usable from any thread, but not from two
 // threads at once without external synchronization.
 //
-// A moved-from multi_lease holds nothing: keys() is empty, lost() is true,
-// check() throws lease_lost_error, renew() is false, release() does nothing.
+// A moved-from multi_lease holds nothing and says so: lost() is true, check()
+// throws lease_lost_error, renew() is false, release() does nothing, keys(),
+// tokens() and leases() are empty, at() and token() throw config_error,
+// mode() is conditional_update, deadline() is lease_clock's epoch, and
+// stop_token() is never requested (it has no stop state).
 class multi_lease {
 public:
     explicit multi_lease(detail::lease_set_ref s) noexcept;

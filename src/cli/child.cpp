@@ -100,7 +100,7 @@ std::vector<char*> pointers(std::vector<std::string>& strings) {
 int status_of(int wstatus) {
     if (WIFEXITED(wstatus)) return WEXITSTATUS(wstatus);
     if (WIFSIGNALED(wstatus)) return exit_status::signal_base + WTERMSIG(wstatus);
-    return 1;
+    return exit_status::failure;
 }
 
 }  // namespace

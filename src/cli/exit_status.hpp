@@ -5,6 +5,7 @@
 
 namespace sqlock::cli::exit_status {
 
+inline constexpr int failure = 1;           // EXIT_FAILURE: an outcome sqlock has no other status for
 inline constexpr int usage = 64;            // EX_USAGE: bad options, keys, durations or URLs
 inline constexpr int unavailable = 69;      // EX_UNAVAILABLE: the database is unreachable or has no schema
 inline constexpr int lease_lost = 70;       // the lease was lost while PROGRAM ran

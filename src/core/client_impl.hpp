@@ -76,7 +76,7 @@ public:
     const counters& stats() const { return counters_; }
     std::uint64_t watchdog_ticks() const;
     const detail::telemetry& telemetry() const { return telemetry_; }
-    // client::metrics_text() (client.cpp).
+    // client::metrics_text() (metrics.cpp).
     std::string metrics_text() const;
 
     // --- acquisition (acquire.cpp) ---

@@ -1,7 +1,7 @@
 #pragma once
 // What the client tells about itself beyond client_stats: the metrics
 // (counters, gauges and histograms kept with atomics, rendered by
-// client::metrics_text() in client.cpp) and the event listener's dispatch
+// client::metrics_text() in metrics.cpp) and the event listener's dispatch
 // (events made in acquire.cpp and leases.cpp, told on a thread of their own).
 
 #include "watchdog/callbacks.hpp"

@@ -193,7 +193,9 @@ public:
 // Driver failures leave as sqlock errors: connection_error when the connection
 // is unusable (the pool then drops it), schema_error for missing tables,
 // db_error otherwise. Lock-wait timeouts and NOWAIT refusals are contention,
-// reported through results, never thrown.
+// reported through results, never thrown. A dialect's session class declares
+// its overrides by including session_operations.inc (and, with row locks,
+// row_lock_operations.inc): an operation added here is added there too.
 class session {
 public:
     virtual ~session() = default;
@@ -344,5 +346,8 @@ private:
 std::unique_ptr<dialect> make_postgres(const dialect_context& ctx);
 std::unique_ptr<dialect> make_mysql(const dialect_context& ctx);
 std::unique_ptr<dialect> make_sqlite(const dialect_context& ctx);
+// The dialect of a URL scheme as the URL parser folds it (core/url.hpp):
+// "postgres", "mysql", else SQLite.
+std::unique_ptr<dialect> make_dialect(std::string_view scheme, const dialect_context& ctx);
 
 }  // namespace sqlock::detail

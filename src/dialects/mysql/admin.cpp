@@ -1,0 +1,173 @@
+// MySQL / MariaDB: what operators and the job runner read and repair: held
+// keys, waiters, inspect, gauges and force_release; fenced transactions and
+// the job ledger written inside them. The session is in session.hpp.
+
+#include "dialects/common/fault.hpp"
+#include "dialects/mysql/session.hpp"
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sqlock::detail::mysql {
+
+class my_session::my_ledger final : public ledger {
+public:
+    explicit my_ledger(my_session& s) : s_(s) {}
+    std::optional<job_row> read(std::string_view job, std::string_view run_key) override {
+        auto& ps = s_.prepared("job_lock");
+        bind_all(ps, job, run_key);
+        std::optional<job_row> out;
+        s_.for_rows(ps, [&](sql::ResultSet& rs) { out = read_job_row(my_row{rs}); });
+        return out;
+    }
+    void write(const job_write& w) override {
+        s_.update("job_write", w.job, w.run_key, w.status, w.owner, w.holder, w.token, w.attempts, w.starting,
+                  w.retry_in_ms, w.retry_in_ms, w.result, w.last_error, w.starting);
+    }
+
+private:
+    my_session& s_;
+};
+
+std::vector<std::string> my_session::held_keys(std::string_view prefix, std::string_view after, std::size_t limit) {
+    return guarded("listing held keys", [&] {
+        auto& ps = prepared("held_keys");
+        bind_all(ps, prefix, prefix, after, static_cast<std::int64_t>(limit));
+        std::vector<std::string> out;
+        for_rows(ps, [&](sql::ResultSet& rs) { out.push_back(rs.getString(1)); });
+        return out;
+    });
+}
+
+std::vector<waiter_info> my_session::waiters(std::string_view prefix, std::size_t limit) {
+    return guarded("listing waiters", [&] {
+        auto& ps = prepared("waiters");
+        bind_all(ps, prefix, prefix, static_cast<std::int64_t>(limit));
+        std::vector<waiter_info> out;
+        for_rows(ps, [&](sql::ResultSet& rs) {
+            const my_row r{rs};
+            out.push_back({.key = r.text(0),
+                           .ticket = r.integer(1),
+                           .owner = r.text(2),
+                           .holder = r.text(3),
+                           .fair = rs.getBoolean(5),
+                           .priority = static_cast<int>(r.integer(5)),
+                           .waited = std::chrono::milliseconds(r.integer(6)),
+                           .expires_in = std::chrono::milliseconds(r.integer(7))});
+        });
+        return out;
+    });
+}
+
+std::optional<std::int64_t> my_session::force_release(std::string_view key) {
+    return guarded("force_release", [&]() -> std::optional<std::int64_t> {
+        begin();
+        bool live = false;
+        auto& ps = prepared("force_live");
+        bind_all(ps, key);
+        for_rows(ps, [&](sql::ResultSet&) { live = true; });
+        if (live) update("force_expire", key);
+        if (update("force_bump", key) == 0) {
+            rollback();
+            return std::nullopt;
+        }
+        const auto token = scalar("read_token", key);
+        commit();
+        return token;
+    });
+}
+
+lock_info my_session::inspect(std::string_view key) {
+    return guarded("inspect", [&] {
+        lock_info info;
+        info.key = std::string(key);
+        bool row_exists = false;
+        auto& ps = prepared("inspect_lock");
+        bind_all(ps, key);
+        for_rows(ps, [&](sql::ResultSet& rs) {
+            row_exists = true;
+            read_lease(my_row{rs}, 0, info);
+        });
+        info.token = scalar("read_token", key).value_or(0);
+        if (row_exists && !info.held) {
+            // The row is there, free by its lease columns: a row lock may hold it.
+            bool free = false;
+            auto& probe = prepared("inspect_row_free");
+            bind_all(probe, key);
+            for_rows(probe, [&](sql::ResultSet&) { free = true; });
+            if (!free) held_by_row_lock(info);
+        }
+        return info;
+    });
+}
+
+database_gauges my_session::gauges(std::size_t queue_limit) {
+    return guarded("reading gauges", [&] {
+        database_gauges g;
+        auto& ps = prepared("gauges");
+        for_rows(ps, [&](sql::ResultSet& rs) { g = read_gauges(my_row{rs}); });
+        if (queue_limit > 0) {
+            auto& queues = prepared("gauge_queues");
+            bind_all(queues, static_cast<std::int64_t>(queue_limit));
+            for_rows(queues, [&](sql::ResultSet& rs) { g.queues.push_back(read_queue(my_row{rs})); });
+        }
+        return g;
+    });
+}
+
+fence_result my_session::fenced(std::string_view key, std::int64_t token,
+                                const std::function<bool(ledger&)>& body) {
+    return guarded("fenced transaction", [&]() -> fence_result {
+        begin();
+        try {
+            scalar("fence", key, token);
+        } catch (const sql::SQLException& e) {
+            if (e.getErrorCode() != er_signal_exception) throw;
+            rollback();
+            std::string msg = e.what();
+            if (msg.starts_with("sqlock: ")) msg.erase(0, 8);
+            return {false, msg};
+        }
+        my_ledger l(*this);
+        bool commit_it = false;
+        try {
+            commit_it = body(l);
+        } catch (const sql::SQLException&) {
+            throw;  // guarded() rolls back
+        } catch (...) {
+            rollback();
+            throw;
+        }
+        if (!commit_it) {
+            rollback();
+            return {true, ""};
+        }
+        commit();
+        fault(fault_point::fenced_commit_done);
+        return {true, ""};
+    });
+}
+
+job_row my_session::job_read(std::string_view job, std::string_view run_key) {
+    return guarded("reading the job ledger", [&] {
+        auto& ps = prepared("job_row");
+        bind_all(ps, job, run_key);
+        job_row out;  // always one row: a left join from the clock
+        for_rows(ps, [&](sql::ResultSet& rs) { out = read_job_row(my_row{rs}); });
+        return out;
+    });
+}
+
+std::vector<job_row> my_session::job_list(std::string_view job, bool exact, std::size_t limit) {
+    return guarded("listing the job ledger", [&] {
+        auto& ps = prepared("job_list");
+        bind_all(ps, exact, job, job, job, static_cast<std::int64_t>(limit));
+        std::vector<job_row> out;
+        for_rows(ps, [&](sql::ResultSet& rs) { out.push_back(read_job_row(my_row{rs})); });
+        return out;
+    });
+}
+
+}  // namespace sqlock::detail::mysql

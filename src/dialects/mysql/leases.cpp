@@ -1,0 +1,235 @@
+// MySQL / MariaDB: exclusive leases (grant, release, renew, the watchdog's
+// batch renewal), the wait queue, the sweeper's deletes, and select_for_update's
+// row locks. A grant is one CALL of a stored procedure
+// (migrations/mysql/0004_grant_procedure.sql). The session is in session.hpp.
+
+#include "dialects/mysql/session.hpp"
+
+#include <cppconn/resultset.h>
+
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace sqlock::detail::mysql {
+
+grant_result my_session::grant(const grant_request& r) {
+    return guarded("grant", [&]() -> grant_result {
+        auto& call = prepared("grant");
+        bind_all(call, r.key, r.owner, std::string_view(to_string(r.mode)), r.lease_ms, r.holder, r.note, r.ticket,
+             r.priority);
+        count();
+        try {
+            std::unique_ptr<sql::ResultSet> rs(call.executeQuery());
+            grant_result out;
+            if (rs->next()) {
+                if (!rs->isNull(1)) out.token = rs->getInt64(1);
+                else if (r.want_remaining && !rs->isNull(2)) out.remaining_ms = rs->getInt64(2);
+            }
+            rs.reset();
+            drain(call);
+            return out;
+        } catch (const sql::SQLException& e) {
+            // The procedure rolled back. A grant blocks only on the key's
+            // rows; when the statement time limit ends that wait before
+            // the lock wait does, it is contention all the same.
+            if (is_contention(e.getErrorCode()) || e.getErrorCode() == er_dup_entry ||
+                e.getErrorCode() == er_statement_timeout)
+                return grant_result{};
+            throw;
+        }
+    });
+}
+
+bool my_session::release(std::string_view key, std::string_view owner, sqlock::mode m) {
+    // A lock wait that times out means a select_for_update holder has the
+    // row, which it locks only when no lease is live on it: the lease is
+    // not ours any more.
+    return guarded("release", [&] {
+        try {
+            // A CALL (migrations/mysql/0005_wake_ups.sql): it also wakes the next waiter.
+            return scalar("release", key, owner, m == mode::unique_insert).value_or(0) == 1;
+        } catch (const sql::SQLException& e) {
+            if (e.getErrorCode() == er_lock_wait_timeout) return false;
+            throw;
+        }
+    });
+}
+
+renew_result my_session::renew(std::string_view key, std::string_view owner, std::int64_t lease_ms, bool wait) {
+    return guarded("renew", [&] {
+        try {
+            return update(wait ? "renew" : "renew_nowait", lease_ms, key, owner) == 1 ? renew_result::renewed
+                                                                                    : renew_result::not_held;
+        } catch (const sql::SQLException& e) {
+            if (e.getErrorCode() == er_lock_wait_timeout) return renew_result::row_locked;
+            throw;
+        }
+    });
+}
+
+// Connector/C++ 1.1 sets its read and write timeouts (statement timeout
+// + 1 s) at connect and cannot change them on an open connection.
+void my_session::bound_waits(std::chrono::milliseconds) {}
+
+std::vector<bool> my_session::renew_batch(const std::vector<renewal>& batch) {
+    return guarded("renew_batch", [&] {
+        auto& ps = generated("renew_batch", batch.size(),
+                             {{"/*KEYS*/", "?", ", "}, {"/*MS*/", "?", ", "}, {"/*PAIRS*/", "(?, ?)", ", "}});
+        unsigned i = 1;
+        for (const auto& r : batch) ps.setString(i++, std::string(r.key));
+        for (const auto& r : batch) ps.setInt64(i++, r.lease_ms);
+        for (const auto& r : batch) {
+            ps.setString(i++, std::string(r.key));
+            ps.setString(i++, std::string(r.owner));
+        }
+        count();
+        std::size_t renewed;
+        try {
+            renewed = static_cast<std::size_t>(ps.executeUpdate());
+        } catch (const sql::SQLException& e) {
+            // A row another transaction has locked failed the statement
+            // (an UPDATE cannot SKIP LOCKED here): nothing was renewed;
+            // the caller renews each lease alone.
+            if (e.getErrorCode() != er_lock_wait_timeout) throw;
+            return std::vector<bool>(batch.size(), false);
+        }
+        if (renewed == batch.size()) return std::vector<bool>(batch.size(), true);
+        // Some were not renewed: ask which owners still hold a live lease.
+        auto& check = generated("renewed_owners", batch.size(), {{"/*OWNERS*/", "?", ", "}});
+        i = 1;
+        for (const auto& r : batch) check.setString(i++, std::string(r.owner));
+        std::set<std::string> live;
+        for_rows(check, [&](sql::ResultSet& rs) { live.insert(rs.getString(1)); });
+        return present_in(batch, live, [](const renewal& r) { return r.owner; });
+    });
+}
+
+std::size_t my_session::sweep(std::size_t limit) {
+    return guarded("sweep", [&] {
+        begin();
+        std::vector<std::string> keys;
+        auto& pick = prepared("sweep_pick");
+        bind_all(pick, static_cast<std::int64_t>(limit));
+        for_rows(pick, [&](sql::ResultSet& rs) { keys.push_back(rs.getString(1)); });
+        std::size_t deleted = 0;
+        if (!keys.empty()) {
+            auto& del = generated("sweep_delete", keys.size(), {{"/*KEYS*/", "?", ", "}});
+            for (std::size_t i = 0; i < keys.size(); ++i) del.setString(static_cast<unsigned>(i + 1), keys[i]);
+            count();
+            deleted = static_cast<std::size_t>(del.executeUpdate());
+        }
+        commit();
+        return deleted;
+    });
+}
+
+std::size_t my_session::sweep_waiters(std::size_t limit) {
+    return guarded("sweep_waiters", [&] { return update("sweep_waiters", static_cast<std::int64_t>(limit)); });
+}
+
+std::size_t my_session::sweep_jobs(std::int64_t retention_ms, std::size_t limit) {
+    return guarded("sweep_jobs",
+                   [&] { return update("sweep_jobs", retention_ms, static_cast<std::int64_t>(limit)); });
+}
+
+std::int64_t my_session::enqueue(const waiter_request& w) {
+    return guarded("enqueue", [&] {
+        if (w.kind != 'X')
+            return scalar("holder_enqueue", w.key, w.owner, w.fair, w.priority, w.lease_ms, w.listener, w.holder,
+                          std::string_view(&w.kind, 1))
+                .value_or(0);
+        return scalar("enqueue", w.key, w.owner, w.fair, w.priority, w.lease_ms, w.listener, w.holder)
+            .value_or(0);
+    });
+}
+
+void my_session::dequeue(std::int64_t ticket) {
+    guarded("dequeue", [&] { update("dequeue", ticket); });
+}
+
+std::vector<bool> my_session::beat_waiters(const std::vector<heartbeat>& batch) {
+    return guarded("beat_waiters", [&] {
+        auto& ps = generated("beat_waiters", batch.size(),
+                             {{"/*FIELD*/", "?", ", "}, {"/*MS*/", "?", ", "}, {"/*TICKETS*/", "?", ", "}});
+        unsigned i = 1;
+        for (const auto& h : batch) ps.setInt64(i++, h.ticket);
+        for (const auto& h : batch) ps.setInt64(i++, h.lease_ms);
+        for (const auto& h : batch) ps.setInt64(i++, h.ticket);
+        count();
+        if (static_cast<std::size_t>(ps.executeUpdate()) == batch.size())
+            return std::vector<bool>(batch.size(), true);
+        auto& check = generated("live_waiters", batch.size(), {{"/*TICKETS*/", "?", ", "}});
+        i = 1;
+        for (const auto& h : batch) check.setInt64(i++, h.ticket);
+        std::set<std::int64_t> live;
+        for_rows(check, [&](sql::ResultSet& rs) { live.insert(rs.getInt64(1)); });
+        return present_in(batch, live, [](const heartbeat& h) { return h.ticket; });
+    });
+}
+
+row_lock_ops* my_session::row_locks() { return this; }
+
+my_session::attempt my_session::lock_row(std::string_view key, std::int64_t lease_ms, std::int64_t ticket,
+                                         std::int64_t priority) {
+    if (galera_) throw config_error("select_for_update needs row locks: " + galera_no_row_locks());
+    return guarded("lock_row", [&]() -> attempt {
+        const int idle_s = seconds_up(std::chrono::milliseconds(lease_ms));
+        if (pinned_for_s_ != idle_s) {
+            update("pin_session", idle_s);
+            pinned_for_s_ = idle_s;
+        }
+        begin();
+        try {
+            if (update("lock_row", key, key, priority, priority, ticket, priority, ticket) == 1) return {state::locked, std::nullopt};
+        } catch (const sql::SQLException& e) {
+            if (!is_contention(e.getErrorCode())) throw;
+            rollback();
+            return {state::busy, std::nullopt};
+        }
+        // Not free: absent, or held. Read which, without locking.
+        attempt out{state::missing, std::nullopt};
+        auto& ps = prepared("lock_row_state");
+        bind_all(ps, key);
+        for_rows(ps, [&](sql::ResultSet& rs) {
+            if (!rs.getBoolean(1)) return;
+            out.state = state::busy;
+            if (!rs.isNull(2)) out.remaining_ms = rs.getInt64(2);
+        });
+        rollback();
+        return out;
+    });
+}
+
+void my_session::wake_next(std::string_view key) {
+    guarded("wake_next", [&] { update("wake_next", key); });
+}
+
+void my_session::end_row_lock() {
+    guarded("end_row_lock", [&] {
+        if (in_tx_) rollback();
+    });
+}
+
+void my_session::ensure_row(std::string_view key) {
+    guarded("ensure_row", [&] { update("ensure_row", key); });
+}
+
+std::optional<std::int64_t> my_session::bump_token(std::string_view key) {
+    return guarded("bump_token", [&]() -> std::optional<std::int64_t> {
+        try {
+            return scalar("bump_row_lock_token", key);
+        } catch (const sql::SQLException& e) {
+            // An earlier holder's fenced transaction share-locks the fence row.
+            if (e.getErrorCode() == er_lock_wait_timeout) return std::nullopt;
+            throw;
+        }
+    });
+}
+
+std::int64_t my_session::fence_token(std::string_view key) {
+    return guarded("ping", [&] { return scalar("read_token", key).value_or(0); });
+}
+
+}  // namespace sqlock::detail::mysql

@@ -1,0 +1,406 @@
+// The `sqlock` command line, black-box: `sqlock run` against each backend —
+// PROGRAM's status and environment, busy keys and waiting, every mode,
+// --also, signals, lost leases, --once-per and --run-key through the job
+// ledger, the fds PROGRAM gets, and the guardian that stops PROGRAM when
+// sqlock cannot. The program runs as a separate process (support/cli.hpp).
+
+#include "support/cli.hpp"
+#include "support/doctest_types.hpp"
+#include "support/helpers.hpp"
+#include "support/process.hpp"
+
+#include <sqlock/sqlock.hpp>
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace std::chrono_literals;
+using test::cli;
+using test::hold;
+using test::lines;
+using test::slurp;
+
+TEST_SUITE("cli") {
+
+void run_passes_status_and_environment(const test::backend_base& db) {
+    cli sqlock(db);
+    auto r = sqlock({"run", "k/env", "--", "sh", "-c", "echo \"$SQLOCK_KEY|$SQLOCK_TOKEN|${#SQLOCK_OWNER}\"; exit 7"});
+    CHECK(r.status == 7);
+    CHECK(r.out == "k/env|1|32\n");
+    CHECK(r.err.empty());
+    r = sqlock({"run", "k/env", "--", "true"});
+    CHECK(r.status == 0);
+    CHECK_FALSE(db.open().inspect("k/env").held);  // released after PROGRAM exited
+    CHECK(db.open().inspect("k/env").token == 2);
+    // Shell-special characters are an ordinary key.
+    const std::string odd = "a b;$(touch x)|`id`&'\"*";
+    r = sqlock({"run", odd, "--", "sh", "-c", "printf %s \"$SQLOCK_KEY\""});
+    CHECK(r.status == 0);
+    CHECK(r.out == odd);
+}
+
+CLI_TEST("run passes PROGRAM's status and the lease in its environment", run_passes_status_and_environment)
+
+void busy_key_and_wait(const test::backend_base& db) {
+    cli sqlock(db);
+    auto holder = hold(sqlock, {}, "k/busy", "sleep 60");
+    auto r = sqlock({"run", "k/busy", "--", "echo", "ran"});
+    CHECK(r.status == 75);
+    CHECK(r.out.empty());
+    CHECK(r.one_line_message());
+    CHECK(r.err.find("held by") != std::string::npos);
+    r = sqlock({"run", "--conflict-exit-code", "3", "k/busy", "--", "echo", "ran"});
+    CHECK(r.status == 3);
+    r = sqlock({"run", "--wait", "250ms", "k/busy", "--", "echo", "ran"});
+    CHECK(r.status == 75);
+    CHECK(r.err.find("after waiting 250ms") != std::string::npos);
+    auto waiter = sqlock.start({"run", "--wait", "30s", "k/busy", "--", "sh", "-c", "echo $SQLOCK_TOKEN"});
+    std::this_thread::sleep_for(300ms);
+    holder.signal(SIGTERM);  // forwarded: sleep ends, and sqlock releases
+    CHECK(holder.wait(10s) == 128 + SIGTERM);
+    CHECK(waiter.read_line(20s) == std::optional<std::string>("2"));  // granted once the holder released
+    CHECK(waiter.wait(10s) == 0);
+}
+
+CLI_TEST("a busy key gives the conflict exit code, or the lock after --wait", busy_key_and_wait)
+
+void run_also_holds_every_key(const test::backend_base& db) {
+    cli sqlock(db);
+    auto client = db.open();
+    auto r = sqlock({"run", "k/m1", "--also", "k/m3", "--also", "k/m2", "--", "sh", "-c",
+                     "echo \"$SQLOCK_KEY|$SQLOCK_KEY_COUNT|$SQLOCK_KEY_1|$SQLOCK_KEY_3|$SQLOCK_TOKEN_2\""});
+    CHECK(r.status == 0);
+    CHECK(r.out == "k/m1|3|k/m1|k/m3|1\n");
+    for (const auto* k : {"k/m1", "k/m2", "k/m3"}) CHECK_FALSE(client.inspect(k).held);  // all released
+    // A busy key: nothing run, the busy key named, no other key kept.
+    auto holder = hold(sqlock, {}, "k/m2", "sleep 60");
+    r = sqlock({"run", "k/m1", "--also", "k/m2", "--", "echo", "ran"});
+    CHECK(r.status == 75);
+    CHECK(r.out.empty());
+    CHECK(r.one_line_message());
+    CHECK(r.err.find("'k/m2' (of 'k/m1', 'k/m2') is held by") != std::string::npos);
+    CHECK_FALSE(client.inspect("k/m1").held);
+    // --wait: queued for the busy key, holding none of the others meanwhile.
+    auto waiter = sqlock.start({"run", "--wait", "30s", "k/m2", "--also", "k/m1", "--", "sh", "-c", "echo $SQLOCK_TOKEN"});
+    REQUIRE(test::eventually([&] { return client.waiters("k/m2").size() == 1; }));
+    CHECK(client.try_acquire("k/m1"));
+    holder.signal(SIGTERM);
+    CHECK(holder.wait(10s) == 128 + SIGTERM);
+    CHECK(waiter.read_line(20s) == std::optional<std::string>("3"));  // k/m2's third grant
+    CHECK(waiter.wait(10s) == 0);
+    // Losing any key stops PROGRAM: exit 70.
+    auto polite = hold(sqlock, {"--lease", "6s", "--also", "k/m4"}, "k/m3",
+                       "trap 'echo term; exit 0' TERM; echo held; while :; do sleep 0.05; done");
+    CHECK(sqlock({"release", "--force", "k/m4"}).status == 0);
+    CHECK(polite.read_line(10s) == std::optional<std::string>("term"));
+    CHECK(polite.wait(10s) == 70);
+    CHECK_FALSE(client.inspect("k/m3").held);
+    // Bad input: exit 64 before PROGRAM or the database.
+    for (const auto& args : std::vector<std::vector<std::string>>{
+             {"run", "k/a", "--also", "k/a", "--", "true"},
+             {"run", "k/a", "--also", "k/b", "--shared", "--", "true"},
+             {"run", "k/a", "--also", "k/b", "--permits", "2", "--", "true"},
+             {"run", "k/a", "--also", "k/b", "--mode", "select-for-update", "--", "true"},
+             {"run", "k/a", "--also", "", "--", "true"}}) {
+        r = sqlock(args);
+        CHECK(r.status == 64);
+        CHECK(r.one_line_message());
+    }
+}
+
+CLI_TEST("run --also holds KEY and every --also key, all or none; losing one stops PROGRAM", run_also_holds_every_key)
+
+void every_mode_and_fair_waiting(const test::backend_base& db) {
+    cli sqlock(db);
+    std::int64_t last = 0;
+    for (std::string m : {"insert", "update", "select-for-update"}) {
+        CAPTURE(m);
+        auto r = sqlock({"run", "--mode", m, "k/mode", "--", "sh", "-c", "echo $SQLOCK_TOKEN"});
+        if (m == "select-for-update" && !db.row_locks()) {
+            CHECK(r.status == 64);  // SQLite has no row locks: said so, nothing run
+            CHECK(r.one_line_message());
+            continue;
+        }
+        CHECK(r.status == 0);
+        CHECK(std::stoll(r.out) > last);
+        last = std::stoll(r.out);
+    }
+    auto holder = hold(sqlock, {}, "k/fair", "sleep 1");
+    auto r = sqlock({"run", "--fair", "--priority", "5", "--wait", "20s", "k/fair", "--", "true"});
+    CHECK(r.status == 0);
+    CHECK(holder.wait(10s) == 0);
+}
+
+CLI_TEST("every mode, and fair waiting with a priority", every_mode_and_fair_waiting)
+
+void signals_reach_program(const test::backend_base& db) {
+    cli sqlock(db);
+    for (int sig : {SIGINT, SIGTERM}) {
+        CAPTURE(sig);
+        auto holder = hold(sqlock, {}, "k/sig",
+                           "trap 'echo got $SQLOCK_TOKEN; exit 42' INT TERM; echo held; while :; do sleep 0.05; done");
+        holder.signal(sig);
+        const auto line = holder.read_line(10s);
+        REQUIRE(line);
+        CHECK(line->starts_with("got "));
+        CHECK(holder.wait(10s) == 42);  // PROGRAM's own status
+        CHECK_FALSE(db.open().inspect("k/sig").held);
+    }
+    // A signal while waiting for the key ends the wait; PROGRAM never starts.
+    auto holder = hold(sqlock, {}, "k/sig", "sleep 30");
+    test::temp_dir dir;
+    const auto err = (dir.path / "err").string();
+    auto waiter = sqlock.start_shell("exec \"$0\" run --wait 1m k/sig -- echo ran 2>'" + err + "'");
+    std::this_thread::sleep_for(500ms);
+    waiter.signal(SIGTERM);
+    CHECK(waiter.wait(10s) == 128 + SIGTERM);
+    CHECK_FALSE(waiter.read_line(1s));  // PROGRAM never ran
+    CHECK(slurp(err).starts_with("sqlock: interrupted by SIGTERM while waiting for 'k/sig'"));
+    CHECK(lines(slurp(err)).size() == 1);
+}
+
+CLI_TEST("SIGINT and SIGTERM reach PROGRAM, and the lock is released after it exits", signals_reach_program)
+
+void lost_lease_stops_program(const test::backend_base& db) {
+    cli sqlock(db);
+    auto client = db.open();
+    // PROGRAM that stops on SIGTERM.
+    auto polite = hold(sqlock, {"--lease", "6s"}, "k/lost", "trap 'echo term; exit 0' TERM; echo held; while :; do sleep 0.05; done");
+    const auto before = client.inspect("k/lost").token;
+    auto r = sqlock({"release", "--force", "k/lost"});
+    CHECK(r.status == 0);
+    CHECK(r.out.find("released 'k/lost'") != std::string::npos);
+    CHECK(r.err.find("force release of 'k/lost' by ") != std::string::npos);  // who did it, logged
+    CHECK(client.inspect("k/lost").token == before + 1);
+    CHECK(polite.read_line(10s) == std::optional<std::string>("term"));
+    CHECK(polite.wait(10s) == 70);
+    // PROGRAM that ignores SIGTERM gets SIGKILL after the grace period, and
+    // sqlock says so in one line.
+    test::temp_dir dir;
+    const auto err = (dir.path / "err").string();
+    auto stubborn = sqlock.start_shell(
+        "exec \"$0\" run --lease 6s --kill-after 300ms k/lost -- "
+        "sh -c \"trap '' TERM; echo held; while :; do sleep 0.05; done\" 2>'" + err + "'");
+    REQUIRE(stubborn.read_line(15s) == std::optional<std::string>("held"));
+    CHECK(sqlock({"release", "--force", "k/lost"}).status == 0);
+    CHECK(stubborn.wait(10s) == 70);
+    const auto message = slurp(err);
+    CHECK(lines(message).size() == 1);
+    CHECK(message.find("lost the lease on 'k/lost'") != std::string::npos);
+    CHECK(message.find("then SIGKILL after 300ms") != std::string::npos);
+    // The lease can also run out under it: the database row taken away.
+    auto robbed = hold(sqlock, {"--lease", "1s", "--kill-after", "300ms"}, "k/lost2", "sleep 30");
+    db.raw()->exec("DELETE FROM " + db.table("locks"));
+    CHECK(robbed.wait(10s) == 70);
+    CHECK(client.try_acquire("k/lost2"));
+}
+
+CLI_TEST("a lost lease stops PROGRAM: SIGTERM, SIGKILL after --kill-after, exit 70", lost_lease_stops_program)
+
+// Running, and not a zombie nobody reaped.
+bool running(pid_t pid) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(stat, line)) return false;
+    const auto close = line.rfind(')');
+    return close != std::string::npos && line.size() > close + 2 && line[close + 2] != 'Z';
+}
+
+void program_never_outlives_lease(const test::backend_base& db) {
+    cli sqlock(db);
+    test::temp_dir dir;
+    const auto log = (dir.path / "log").string();
+
+    // kill -9 of sqlock: PROGRAM and what it started die with it at once,
+    // not when the lease runs out.
+    test::child killed = sqlock.start({"run", "--lease", "30s", "k/dead2", "--", "sh", "-c", "sleep 300 & echo $!; wait"});
+    const auto grandchild = killed.read_line(15s);
+    REQUIRE(grandchild);
+    const pid_t sleeper = std::stoi(*grandchild);
+    CHECK(running(sleeper));
+    killed.signal(SIGKILL);
+    CHECK(test::eventually([&] { return !running(sleeper); }, 5s));
+
+    // SIGSTOP of sqlock past its lease: PROGRAM is stopped (SIGTERM) before
+    // the lease can run out in the database, so before anyone else can run.
+    // An 8 s lease: its 800 ms safety margin is PROGRAM's time to go.
+    auto frozen = hold(sqlock, {"--lease", "8s"}, "k/frozen",
+                       "trap 'echo term >> " + log + "; exit 0' TERM; echo held; while :; do sleep 0.05; done");
+    frozen.signal(SIGSTOP);
+    auto r = sqlock({"run", "--wait", "20s", "k/frozen", "--", "sh", "-c", "echo second >> " + log});
+    CHECK(r.status == 0);
+    CHECK(slurp(log) == "term\nsecond\n");
+    frozen.signal(SIGCONT);
+    CHECK(frozen.wait(10s) == 70);  // and it says the lease was lost
+}
+
+CLI_TEST("PROGRAM never outlives its lease: sqlock killed or frozen", program_never_outlives_lease)
+
+void once_per_runs_once_per_period(const test::backend_base& db) {
+    cli sqlock(db);
+    test::temp_dir dir;
+    const auto log = (dir.path / "log").string();
+    std::map<int, int> statuses;
+    for (int round = 0; round < 3; ++round) {
+        std::vector<test::child> batch;
+        for (int i = 0; i < 8; ++i)
+            batch.push_back(sqlock.start({"run", "--once-per", "1s", "--wait", "5s", "report", "--", "sh", "-c",
+                                          "echo \"$SQLOCK_RUN_KEY\" >> '" + log + "'; sleep 0.2"}));
+        for (auto& c : batch) ++statuses[c.wait(30s)];
+        std::this_thread::sleep_for(1s);
+    }
+    CHECK(statuses.size() == 2);  // 0 for the one that ran, 75 for the others
+    CHECK(statuses[0] >= 3);
+    CHECK(statuses[0] + statuses[75] == 24);
+    // Every period that ran is in the ledger once, succeeded, and ran once.
+    std::multiset<std::string> executed;
+    for (const auto& l : lines(slurp(log))) executed.insert(l);
+    auto r = sqlock({"runs", "--json", "report"});
+    CHECK(r.status == 0);
+    const auto runs = nlohmann::json::parse(r.out);
+    CHECK(runs.size() == static_cast<std::size_t>(statuses[0]));
+    for (const auto& run : runs) {
+        CHECK(run["status"] == "succeeded");
+        CHECK(run["attempts"] == 1);
+        CHECK(executed.count(run["run_key"].get<std::string>()) == 1);
+    }
+    CHECK(executed.size() == runs.size());
+    r = sqlock({"runs", "report"});
+    CHECK(r.out.starts_with("JOB"));
+    CHECK(lines(r.out).size() == runs.size() + 1);
+}
+
+CLI_TEST("--once-per runs exactly once per period across 8 concurrent invocations", once_per_runs_once_per_period)
+
+void run_key_retries_failures(const test::backend_base& db) {
+    cli sqlock(db);
+    auto r = sqlock({"run", "--run-key", "batch-7", "--max-attempts", "2", "import", "--", "sh", "-c",
+                     "echo attempt $SQLOCK_ATTEMPT; exit 5"});
+    CHECK(r.status == 5);  // PROGRAM's status, and the failure is in the ledger
+    CHECK(r.out == "attempt 1\n");
+    std::this_thread::sleep_for(1100ms);  // the retry backoff
+    r = sqlock({"run", "--run-key", "batch-7", "--max-attempts", "2", "import", "--", "sh", "-c",
+                "echo attempt $SQLOCK_ATTEMPT"});
+    CHECK(r.status == 0);
+    CHECK(r.out == "attempt 2\n");
+    r = sqlock({"run", "--run-key", "batch-7", "import", "--", "echo", "again"});
+    CHECK(r.status == 75);
+    CHECK(r.out.empty());
+    CHECK(r.one_line_message());
+    CHECK(r.err.find("already ran") != std::string::npos);
+    const auto runs = nlohmann::json::parse(sqlock({"runs", "--json"}).out);
+    REQUIRE(runs.size() == 1);
+    CHECK(runs[0]["attempts"] == 2);
+    CHECK(runs[0]["status"] == "succeeded");
+}
+
+CLI_TEST("--run-key: a failed run is retried by a later call, a finished one is not", run_key_retries_failures)
+
+void fds_and_terminal(const test::backend_base& db) {
+    cli sqlock(db);
+    // The database connections are open while PROGRAM runs; it sees none.
+    auto r = sqlock({"run", "k/fd", "--", "sh", "-c", "ls /proc/$$/fd"});
+    CHECK(r.status == 0);
+    CHECK(lines(r.out) == std::vector<std::string>{"0", "1", "2"});
+    // Descriptors handed to sqlock (here 3, and whatever the test process
+    // leaves open) are handed on, like flock(1) does: PROGRAM sees exactly
+    // what a shell in sqlock's place would have seen.
+    auto fds_of = [&](const std::string& runner) {
+        auto c = sqlock.start_shell("exec 3</dev/null; exec " + runner + " sh -c 'ls /proc/$$/fd'");
+        std::vector<std::string> fds;
+        while (auto line = c.read_line(15s)) fds.push_back(*line);
+        CHECK(c.wait(10s) == 0);
+        return fds;
+    };
+    const auto through_sqlock = fds_of("\"$0\" run k/fd --");
+    CHECK(std::find(through_sqlock.begin(), through_sqlock.end(), "3") != through_sqlock.end());
+    CHECK(through_sqlock == fds_of(""));
+
+    // On a terminal (script(1) gives it one), PROGRAM can read its answer.
+    test::temp_dir dir;
+    const auto input = dir.path / "in";
+    std::ofstream(input) << "yes\n";
+    auto tty = sqlock.start_shell("exec script -qec \"$0 run k/tty -- sh -c 'read x; echo got:\\$x'\" /dev/null < '" +
+                                  input.string() + "'");
+    std::vector<std::string> out;
+    while (auto line = tty.read_line(20s)) out.push_back(*line);
+    CHECK(tty.wait(10s) == 0);
+    CHECK(std::find(out.begin(), out.end(), "got:yes\r") != out.end());
+}
+
+CLI_TEST("PROGRAM gets the fds sqlock was given and none of its own; a terminal works", fds_and_terminal)
+
+void durations_too_long_for_the_clock(const test::backend_base& db) {
+    cli sqlock(db);
+    // --wait longer than the clock can count waits rather than timing out.
+    auto holder = hold(sqlock, {}, "k/long-wait", "sleep 1");
+    auto r = sqlock({"run", "--wait", "1000000d", "k/long-wait", "--", "true"});
+    CHECK(r.status == 0);
+    CHECK(holder.wait(15s) == 0);
+    // A lease past the one maximum is a usage error naming it.
+    r = sqlock({"run", "--lease", "30d", "k/long-lease", "--", "true"});
+    CHECK(r.status == 64);
+    CHECK(r.err.find("max_duration") != std::string::npos);
+    // --kill-after longer than the clock can count: after a loss PROGRAM gets
+    // SIGTERM and is never SIGKILLed by sqlock (it used to be at once).
+    auto stubborn = hold(sqlock, {"--lease", "2s", "--kill-after", "1000000d"}, "k/stubborn",
+                         "trap 'echo term' TERM; echo held; echo $$; while :; do sleep 0.05; done");
+    const auto pid_line = stubborn.read_line(10s);
+    REQUIRE(pid_line);
+    const pid_t program = std::stoi(*pid_line);
+    db.open().force_release("k/stubborn", "test");
+    CHECK(test::line_or_eof(stubborn.read_line(10s)) == "term");
+    std::this_thread::sleep_for(1500ms);
+    CHECK(running(program));
+    ::kill(program, SIGKILL);
+    CHECK(stubborn.wait(15s) == 70);
+}
+
+CLI_TEST("durations too long for the clock wait, never fire at once", durations_too_long_for_the_clock)
+
+// CPU time (user + system, in clock ticks) the process has used so far.
+long cpu_ticks(pid_t pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::istringstream fields(stat.substr(stat.rfind(')') + 2));
+    std::string field;
+    long utime = 0, stime = 0;
+    for (int i = 3; i <= 15 && fields >> field; ++i) {
+        if (i == 14) utime = std::stol(field);
+        if (i == 15) stime = std::stol(field);
+    }
+    return utime + stime;
+}
+
+void guardian_death_does_not_spin(const test::backend_base& db) {
+    cli sqlock(db);
+    // PROGRAM's process group is led by the guardian: kill it under PROGRAM.
+    auto c = hold(sqlock, {}, "k/guardian", "echo held; cut -d' ' -f5 /proc/$$/stat; sleep 4");
+    const auto pgid = c.read_line(10s);
+    REQUIRE(pgid);
+    REQUIRE(::kill(std::stoi(*pgid), SIGKILL) == 0);
+    std::this_thread::sleep_for(300ms);
+    const long before = cpu_ticks(c.pid());
+    std::this_thread::sleep_for(1500ms);
+    // A closed socket polled in a loop burns a core (150 ticks in 1.5 s).
+    CHECK(cpu_ticks(c.pid()) - before < 40);
+    CHECK(c.wait(15s) == 0);  // PROGRAM ran to its end
+}
+
+CLI_TEST("sqlock goes on quietly when PROGRAM's guardian dies", guardian_death_does_not_spin)
+
+}  // TEST_SUITE("cli")
