@@ -56,6 +56,7 @@ public:
         std::atomic<std::int32_t> pid;
         std::atomic<std::int32_t> state;
         std::atomic<std::int32_t> key;  // index of the hot key, or -1
+        std::atomic<std::int32_t> writer;  // 1: a reader-writer client waiting for or holding rw_key exclusively
     };
     static constexpr int max_slots = 64;
 

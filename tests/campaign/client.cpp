@@ -180,6 +180,7 @@ private:
             if (mode == sqlock::mode::select_for_update && (sem || shared)) mode = sqlock::mode::conditional_update;
             const bool fair = rng_() % 2 == 0;
             const std::string key = sem ? semaphore : rw_key;
+            slot_.writer = !sem && !shared;
             set(board::waiting, -1);
             const auto m0 = mono_ns(), rt0 = real_ns();
             sqlock::lock_options o;

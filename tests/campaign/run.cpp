@@ -362,20 +362,27 @@ private:
     }
 
     // A client in state s (holding: also a job body at work), waiting up to 3 s for one.
-    // Successive picks prefer the roles in turn (rw, sem, then lock and
-    // job), so that even a cell of one trial per fault, or a control of
-    // four, hurts every kind of holder; any client in state s will do when
-    // none of the preferred role is by a second.
+    // Successive picks prefer, in turn, a lock client, a writer of rw_key, a
+    // permit client, and a lock or job client, so that even a cell of one
+    // trial per fault, or a control of five, hurts every kind of holder. A
+    // writer: a stopped reader breaks nothing unless a writer comes in its
+    // gap, a stopped writer whenever anyone does. Any client in state s will
+    // do when none preferred is by a second.
     std::optional<int> pick(board::state s) {
-        static const std::vector<std::set<std::string>> turns{{"rw"}, {"sem"}, {"lock", "job"}};
-        const auto& preferred = turns[picks_++ % turns.size()];
+        const auto turn = picks_++ % 4;
+        auto preferred = [&](const proc& p, const board::slot& b) {
+            if (turn == 0) return p.role == "lock";
+            if (turn == 1) return p.role == "rw" && b.writer.load() == 1;
+            if (turn == 2) return p.role == "sem";
+            return p.role == "lock" || p.role == "job";
+        };
         for (int tries = 0; tries < 300; ++tries) {
             std::vector<int> found, best;
             for (const auto& [slot, p] : procs_) {
                 const auto st = board_->at(slot).state.load();
                 if (p.pid > 0 && (st == s || (s == board::holding && st == board::running_job))) {
                     found.push_back(slot);
-                    if (preferred.count(p.role)) best.push_back(slot);
+                    if (preferred(p, board_->at(slot))) best.push_back(slot);
                 }
             }
             if (!best.empty()) return best[rng_() % best.size()];
