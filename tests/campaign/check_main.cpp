@@ -6,7 +6,8 @@
 //       cannot be read.
 //   sqlock_campaign_check --expect LETTERS CELL_DIR...
 //       For negative controls: exits 0 when every check named (e.g. "agh")
-//       has violations in every cell, 1 when one has none (said on stderr).
+//       has violations in every cell ("": when every cell has some), 1 when
+//       one has none (said on stderr).
 //   sqlock_campaign_check report --out FILE [--seconds N] [--machine TEXT] [--command TEXT] CELL_DIR...
 //       The markdown report of judged cells, written between the campaign
 //       markers of FILE (the rest of FILE is left as it is), or as all of
@@ -173,8 +174,10 @@ std::string check_named(char letter) {
 int main(int argc, char** argv) {
     if (argc >= 2 && std::string(argv[1]) == "report") return report(argc, argv);
     std::string expect;
+    bool expecting = false;
     int first = 1;
     if (argc >= 3 && std::string(argv[1]) == "--expect") {
+        expecting = true;
         expect = argv[2];
         first = 3;
         for (char letter : expect)
@@ -194,7 +197,8 @@ int main(int argc, char** argv) {
             const auto verdict = campaign::check(campaign::load_cell(argv[i]));
             std::ofstream(std::string(argv[i]) + "/check.json") << verdict.dump(1) << "\n";
             std::cout << verdict.dump() << "\n";
-            if (expect.empty() && verdict["violations"].get<int>() > 0) rc = std::max(rc, 1);
+            const bool some = verdict["violations"].get<int>() > 0;
+            if (expecting ? expect.empty() && !some : some) rc = std::max(rc, 1);
             for (char letter : expect)
                 if (v(verdict, check_named(letter).c_str()) == 0) {
                     std::cerr << "sqlock_campaign_check: " << argv[i] << ": no violation of (" << letter << ")\n";
