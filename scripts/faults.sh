@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The fault campaign: many client processes on a few hot keys, fenced writes
-# to a ledger in the same database, every fault we know applied while they
-# run, and a checker that judges each cell (docs/reliability.md says what is
-# checked and what the last full run found).
+# to a ledger in the same database, readers and writers of one key and
+# takers of a semaphore's permits beside them, every fault we know applied
+# while they run, and a checker that judges each cell (docs/reliability.md
+# says what is checked and what the last full run found).
 #
 #   scripts/faults.sh --short     every fault once on PostgreSQL and SQLite, plus a negative
 #                                 control (a few minutes; CI runs this)
@@ -25,7 +26,8 @@
 # One command: it installs what it needs, builds, starts throwaway servers of
 # its own (inside a private network namespace when it can make one, as root,
 # so that nftables can cut them off) and stops them again. Exit status 0 when
-# no cell has a violation and every negative control has some, else 1.
+# no cell has a violation and every negative control trips each check it
+# must (unfenced: (a), (g), (h); client-clock: (c)), else 1.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -182,21 +184,38 @@ cell() {
     FAILED=1
     return
   fi
-  # The checker exits 0 for no violation, 1 for some, 2 when it cannot read the cell.
+  # The checker exits 0 for no violation, 1 for some, 2 when it cannot read
+  # the cell; with --expect (a control), 0 when each check it names has
+  # violations, else 1.
   verdict=0
-  "$CHECK" "$dir" >/dev/null || verdict=$?
+  if [[ $control == none ]]; then
+    "$CHECK" "$dir" >/dev/null || verdict=$?
+  else
+    "$CHECK" --expect "$(expected_for "$control")" "$dir" >/dev/null || verdict=$?
+  fi
   DIRS+=("$dir")
   if ((verdict == 2)); then
     say "cell $name: the checker could not read it"
     FAILED=1
   elif [[ $control == none ]]; then
     ((verdict == 0)) || { say "cell $name: VIOLATIONS; see $dir/check.json"; FAILED=1; }
-  elif ((verdict == 0)); then
-    say "negative control $name found NO violation: the checker did not bite"
+  elif ((verdict != 0)); then
+    say "negative control $name: a check it must trip found NO violation: the checker did not bite"
     FAILED=1
   else
-    say "negative control $name: violations found, as they must be"
+    say "negative control $name: violations of ($(expected_for "$control")) found, as they must be"
   fi
+}
+
+# The checks a negative control must trip: unfenced writes (a), permit acts
+# without the permit check (g), reader-writer acts without the fence (h); a
+# lease clock read from the faked client clock (c). Any other: some check.
+expected_for() {
+  case $1 in
+    unfenced) echo agh ;;
+    broken-clock) echo c ;;
+    *) echo "" ;;
+  esac
 }
 
 for backend in $BACKENDS; do
@@ -225,7 +244,10 @@ done
 # Negative controls: the same workload with a hole made on purpose. Each must
 # show violations, or the zero counts above prove nothing.
 if ((CONTROLS)); then
-  control_trials=$([[ $MODE == full ]] && echo "$TRIALS" || echo 4)
+  # Five in a short run: stop_holder's victims take turns (a lock client, a
+  # writer of the reader-writer key, a permit holder, a lock or job client,
+  # a lock client), so each of (a), (g) and (h) gets a holder to catch.
+  control_trials=$([[ $MODE == full ]] && echo "$TRIALS" || echo 5)
   for backend in $BACKENDS; do
     [[ $backend == mysql && $MODE != full ]] && continue
     cell "$backend-control-unfenced" "$backend" conditional_update unfenced "$control_trials" stop_holder

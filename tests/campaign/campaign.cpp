@@ -81,6 +81,11 @@ std::vector<std::string> dialect_sql::create(const tables& t, int keys) const {
     out.push_back("CREATE TABLE " + t.effects() + " (job " + text + " NOT NULL, rk " + text +
                   " NOT NULL, token BIGINT NOT NULL, owner " + text +
                   " NOT NULL, client INT NOT NULL, attempt INT NOT NULL, w_ms BIGINT)" + engine);
+    // An act: kind 'X' (exclusive), 'S' (shared) or 'P' (permit); t_us the
+    // database time read before the holder's fence passed.
+    out.push_back("CREATE TABLE " + t.acts() + " (k " + text +
+                  " NOT NULL, kind CHAR(1) NOT NULL, token BIGINT NOT NULL, owner " + text +
+                  " NOT NULL, client INT NOT NULL, wid BIGINT NOT NULL PRIMARY KEY, t_us BIGINT NOT NULL)" + engine);
     for (int i = 0; i < keys; ++i)
         out.push_back("INSERT INTO " + t.counters() + " (k, counter) VALUES ('" + hot_key(i) + "', 0)");
     return out;
@@ -90,6 +95,21 @@ std::string dialect_sql::now_ms() const {
     if (backend == "postgres") return "(extract(epoch FROM clock_timestamp()) * 1000)::bigint";
     if (backend == "mysql") return "FLOOR(UNIX_TIMESTAMP(NOW(6)) * 1000)";
     return std::to_string(real_ns() / 1'000'000);
+}
+
+std::string dialect_sql::now_us() const {
+    if (backend == "postgres") return "(extract(epoch FROM clock_timestamp()) * 1000000)::bigint";
+    if (backend == "mysql") return "FLOOR(UNIX_TIMESTAMP(NOW(6)) * 1000000)";
+    return std::to_string(real_ns() / 1'000);
+}
+
+std::string dialect_sql::permit_live(const tables& t, const std::string& name, const std::string& owner) const {
+    const std::string where = " FROM " + t.holders() + " WHERE kind = 'P' AND lock_key = '" + name +
+                              "' AND owner = '" + owner + "' AND ";
+    if (backend == "postgres") return "SELECT 1" + where + "expires_at > clock_timestamp()";
+    // A locking read: the latest committed version, not the transaction's snapshot.
+    if (backend == "mysql") return "SELECT 1" + where + "expires_at > UTC_TIMESTAMP(6) LOCK IN SHARE MODE";
+    return "SELECT 1" + where + "expires_ms > " + now_ms();
 }
 
 std::string dialect_sql::acquired_ms(const tables& t, const std::string& key, const std::string& owner) const {
@@ -107,6 +127,15 @@ std::string dialect_sql::lock_rows(const tables& t) const {
     else live = "expires_ms > " + now_ms();
     return "SELECT lock_key, COALESCE(owner, ''), COALESCE(mode, ''), CASE WHEN owner IS NOT NULL AND owner <> '' AND " +
            live + " THEN 1 ELSE 0 END FROM " + t.locks() + " ORDER BY lock_key";
+}
+
+std::string dialect_sql::holder_rows(const tables& t) const {
+    std::string live;
+    if (backend == "postgres") live = "expires_at > clock_timestamp()";
+    else if (backend == "mysql") live = "expires_at > UTC_TIMESTAMP(6)";
+    else live = "expires_ms > " + now_ms();
+    return "SELECT kind, lock_key, owner, CASE WHEN " + live + " THEN 1 ELSE 0 END FROM " + t.holders() +
+           " ORDER BY kind, lock_key";
 }
 
 std::string dialect_sql::waiter_rows(const tables& t) const {

@@ -56,6 +56,7 @@ public:
         std::atomic<std::int32_t> pid;
         std::atomic<std::int32_t> state;
         std::atomic<std::int32_t> key;  // index of the hot key, or -1
+        std::atomic<std::int32_t> writer;  // 1: a reader-writer client waiting for or holding rw_key exclusively
     };
     static constexpr int max_slots = 64;
 
@@ -72,13 +73,16 @@ private:
 
 // The application's tables beside sqlock's, under the cell's prefix: a
 // counter per hot key, the history of fenced writes (seq is the counter value
-// the write produced, so it orders writes by commit), and the effects of job
-// runs.
+// the write produced, so it orders writes by commit), the effects of job
+// runs, and the acts of reader-writer and permit holders (each a database
+// time at which its holder's fence said it held its lease).
 struct tables {
     std::string prefix;
     std::string counters() const { return prefix + "ctr"; }
     std::string history() const { return prefix + "hist"; }
     std::string effects() const { return prefix + "effects"; }
+    std::string acts() const { return prefix + "acts"; }
+    std::string holders() const { return prefix + "holders"; }
     std::string locks() const { return prefix + "locks"; }
     std::string fences() const { return prefix + "fences"; }
     std::string waiters() const { return prefix + "waiters"; }
@@ -92,15 +96,27 @@ struct dialect_sql {
     std::vector<std::string> create(const tables& t, int keys) const;
     // The database clock in ms (SQLite has no server: the host's clock).
     std::string now_ms() const;
+    // The same in microseconds, for acts: they are compared with each other.
+    std::string now_us() const;
+    // One row, 1, when the permit `owner` of semaphore `name` is live by the
+    // database clock at the statement's run (MariaDB: and share-locks it).
+    std::string permit_live(const tables& t, const std::string& name, const std::string& owner) const;
     // The lease row's grant time in ms for key/owner (empty result for
     // select_for_update, which writes no lease).
     std::string acquired_ms(const tables& t, const std::string& key, const std::string& owner) const;
     // Rows of sqlock's lock table as JSON-ready text: key, owner, mode, live (1/0).
     std::string lock_rows(const tables& t) const;
     std::string waiter_rows(const tables& t) const;
+    // Rows of sqlock's holders table: kind, key, owner, live (1/0).
+    std::string holder_rows(const tables& t) const;
 };
 
 std::string backend_of(const std::string& url);
 std::string hot_key(int i);
+// The reader-writer role's key and the permit role's semaphore: names of
+// their own, apart from the hot keys (a semaphore shares the waiters' queue
+// namespace with locks).
+inline const char* const rw_key = "r0";
+inline const char* const semaphore = "s0";
 
 }  // namespace campaign

@@ -32,7 +32,29 @@
 //     it: the distribution, and how many samples exceed lease + 1 s.
 //     Reported, not a violation.
 // (f) No orphans after the clients stopped and a sweep ran: no live lease
-//     row, no unique_insert row left, no waiter row, every hot key acquirable.
+//     row, no unique_insert row left, no waiter row, no live shared holder or
+//     permit, every hot key acquirable, and the reader-writer key and all N
+//     permits of the semaphore too.
+//
+// (g) and (h) judge acts (ledger::act): each is an instant t of database
+//     time at which its holder's lease was live - the holder acquired before
+//     reading t, and its fence (a permit: a read of its holder row) passed
+//     after, in the transaction that recorded t - and a lease is live without
+//     gaps from its grant to its end, since a renewal never revives an
+//     expired lease. A holder's span, from its first act to its last, is
+//     therefore inside its lease: spans that overlap are leases that were
+//     live together. Acts acknowledged as committed must be in the table,
+//     and acts the fence refused must not (as for (a)). Spans that only
+//     touch (one ends at the microsecond another starts) do not overlap.
+// (g) Semaphore N-bound: at no instant are more than N permits' spans of one
+//     semaphore open, and no permit token belongs to two owners.
+// (h) Reader-writer exclusion, per key: an exclusive holder's span overlaps
+//     no other holder's (shared or exclusive); shared spans may overlap each
+//     other (counted, to show they did). Along database time the acts'
+//     tokens never go down (a reader's token is the epoch of the writer
+//     before it, so a smaller one is a reader or writer of an epoch already
+//     overtaken), and a writer never acts after another holder acted with
+//     its token: readers of its epoch are granted only once its lease ended.
 
 #include "campaign/checker.hpp"
 
@@ -421,8 +443,166 @@ json check_liveness(const cell_record& cell, const std::map<std::string, std::ve
             {"over_bound", over_count}, {"over", over},           {"never_granted", never_granted}};
 }
 
+// One holder's acts: its span of database time (us) and what it held.
+struct span {
+    std::string k, own, kind;
+    std::int64_t tok = 0, from = 0, to = 0;
+    int c = 0, acts = 0;
+    json brief() const {
+        return {{"c", c}, {"kind", kind}, {"tok", tok}, {"own", own.substr(0, 8)}, {"from_us", from}, {"to_us", to}};
+    }
+};
+
+bool overlap(const span& a, const span& b) { return a.from < b.to && b.from < a.to; }
+
+// Acts of the given kinds, as spans per key (or semaphore), each by its start.
+std::map<std::string, std::vector<span>> spans_of(const std::vector<json>& acts, const std::set<std::string>& kinds) {
+    std::map<std::pair<std::string, std::string>, span> by_owner;
+    for (const auto& a : acts) {
+        if (!kinds.count(str(a, "kind"))) continue;
+        const auto t = num(a, "t_us");
+        auto [it, fresh] = by_owner.try_emplace({str(a, "k"), str(a, "own")});
+        auto& s = it->second;
+        if (fresh)
+            s = {str(a, "k"), str(a, "own"), str(a, "kind"), num(a, "tok"), t, t, static_cast<int>(num(a, "c")), 0};
+        s.from = std::min(s.from, t);
+        s.to = std::max(s.to, t);
+        ++s.acts;
+    }
+    std::map<std::string, std::vector<span>> out;
+    for (auto& [id, s] : by_owner) out[s.k].push_back(s);
+    for (auto& [k, list] : out)
+        std::sort(list.begin(), list.end(), [](const span& a, const span& b) { return a.from < b.from; });
+    return out;
+}
+
+// Acts of the given kinds the client saw committed are in the table; those
+// it saw refused or failed before the commit are not.
+void check_act_acks(const cell_record& cell, const std::set<std::string>& kinds, tally& t, json& j) {
+    std::set<std::int64_t> landed;
+    for (const auto& a : cell.acts) landed.insert(num(a, "wid"));
+    int ok = 0, rejected = 0, doubt = 0, failed = 0;
+    for (const auto& e : cell.events) {
+        if (str(e, "ev") != "act" || !kinds.count(str(e, "kind"))) continue;
+        const auto res = str(e, "res");
+        const auto wid = num(e, "wid");
+        if (res == "ok") {
+            ++ok;
+            if (!landed.count(wid))
+                t.add({{"what", "an act acknowledged as committed is not in the table"}, {"wid", wid}});
+        } else if (res == "doubt") {
+            ++doubt;
+        } else {
+            res == "rejected" ? ++rejected : ++failed;
+            if (landed.count(wid))
+                t.add({{"what", "an act reported as failed is in the table"}, {"wid", wid}, {"res", res}});
+        }
+    }
+    j["acts_ok"] = ok;
+    j["acts_rejected"] = rejected;
+    j["acts_doubt"] = doubt;
+    j["acts_failed"] = failed;
+}
+
+json check_semaphore(const cell_record& cell) {
+    tally t;
+    json j;
+    const auto n = num(cell.meta, "permits", 0);
+    int max_live = 0;
+    std::size_t permits = 0;
+    for (const auto& [name, list] : spans_of(cell.acts, {"P"})) {
+        permits += list.size();
+        std::map<std::int64_t, std::string> owner_of_token;
+        for (const auto& s : list) {
+            auto [it, fresh] = owner_of_token.emplace(s.tok, s.own);
+            if (!fresh && it->second != s.own)
+                t.add({{"k", name}, {"what", "one permit token acted for two owners"}, {"tok", s.tok}});
+        }
+        // The most spans open at once is reached at some span's start: count,
+        // at each start, the spans open there (itself, and those begun
+        // earlier that end later).
+        for (std::size_t i = 0; i < list.size(); ++i) {
+            std::vector<const span*> open{&list[i]};
+            for (std::size_t p = 0; p < i; ++p)
+                if (list[p].from <= list[i].from && list[i].from < list[p].to) open.push_back(&list[p]);
+            for (std::size_t p = i + 1; p < list.size() && list[p].from == list[i].from; ++p)
+                if (list[i].from < list[p].to) open.push_back(&list[p]);
+            max_live = std::max(max_live, static_cast<int>(open.size()));
+            if (static_cast<std::int64_t>(open.size()) > n) {
+                json who = json::array();
+                for (const auto* s : open) who.push_back(s->brief());
+                t.add({{"k", name}, {"what", "more than N permits acted together"}, {"n", n},
+                       {"live", open.size()}, {"at_us", list[i].from}, {"permits", who}});
+            }
+        }
+    }
+    check_act_acks(cell, {"P"}, t, j);
+    auto out = t.to_json();
+    out.update(j);
+    out["n"] = n;
+    out["permits"] = permits;
+    out["max_live"] = max_live;
+    return out;
+}
+
+json check_rw(const cell_record& cell) {
+    tally t;
+    json j;
+    int exclusive = 0, shared = 0, shared_overlaps = 0;
+    for (const auto& [k, list] : spans_of(cell.acts, {"S", "X"})) {
+        for (std::size_t i = 0; i < list.size(); ++i) {
+            (list[i].kind == "X" ? exclusive : shared) += 1;
+            for (std::size_t p = i + 1; p < list.size() && list[p].from < list[i].to; ++p) {
+                if (!overlap(list[i], list[p])) continue;
+                if (list[i].kind == "S" && list[p].kind == "S") {
+                    ++shared_overlaps;
+                    continue;
+                }
+                t.add({{"k", k}, {"what", "an exclusive holder acted while another holder of the key did"},
+                       {"a", list[i].brief()}, {"b", list[p].brief()}});
+            }
+        }
+    }
+    // Along database time, per key: tokens never go down, and a writer never
+    // acts after another owner acted with its token.
+    std::map<std::string, std::vector<const json*>> by_key;
+    for (const auto& a : cell.acts)
+        if (str(a, "kind") != "P") by_key[str(a, "k")].push_back(&a);
+    for (auto& [k, list] : by_key) {
+        std::stable_sort(list.begin(), list.end(),
+                         [](const json* a, const json* b) { return num(*a, "t_us") < num(*b, "t_us"); });
+        std::int64_t top = INT64_MIN;
+        std::map<std::int64_t, std::set<std::string>> owners_of_token;  // who acted with a token so far
+        for (const auto* a : list) {
+            const auto tok = num(*a, "tok");
+            const auto own = str(*a, "own");
+            const json brief{{"c", num(*a, "c")}, {"kind", str(*a, "kind")}, {"tok", tok}, {"own", own.substr(0, 8)},
+                             {"t_us", num(*a, "t_us")}};
+            if (tok < top)
+                t.add({{"k", k}, {"what", "an act with a token older than one acted with before"}, {"act", brief},
+                       {"after_tok", top}});
+            auto& seen = owners_of_token[tok];
+            if (str(*a, "kind") == "X" && (seen.size() > 1 || (seen.size() == 1 && !seen.count(own))))
+                t.add({{"k", k}, {"what", "a writer acted after another holder acted with its token"}, {"act", brief}});
+            seen.insert(own);
+            top = std::max(top, tok);
+        }
+    }
+    check_act_acks(cell, {"S", "X"}, t, j);
+    auto out = t.to_json();
+    out.update(j);
+    out["exclusive_holders"] = exclusive;
+    out["shared_holders"] = shared;
+    out["shared_overlaps"] = shared_overlaps;
+    return out;
+}
+
 json check_orphans(const cell_record& cell) {
     tally t;
+    for (const auto& h : cell.holders)
+        if (num(h, "live"))
+            t.add({{"k", str(h, "k")}, {"what", str(h, "kind") == "P" ? "a live permit with no client left"
+                                                                      : "a live shared holder with no client left"}});
     for (const auto& l : cell.locks) {
         if (num(l, "live")) t.add({{"k", str(l, "k")}, {"what", "a live lease with no client left"}});
         else if (str(l, "mode") == "unique_insert" && !str(l, "own").empty())
@@ -470,6 +650,8 @@ cell_record load_cell(const std::string& dir) {
     cell.jobs = read_lines(dir + "/jobs.jsonl");
     cell.effects = read_lines(dir + "/effects.jsonl");
     cell.acquirable = read_lines(dir + "/acquirable.jsonl");
+    cell.acts = read_lines(dir + "/acts.jsonl");
+    cell.holders = read_lines(dir + "/holders.jsonl");
     return cell;
 }
 
@@ -483,6 +665,11 @@ json check(const cell_record& cell) {
     counts["lost_reports"] = std::count_if(cell.events.begin(), cell.events.end(),
                                            [](const json& e) { return e.value("ev", "") == "lost"; });
     counts["trials"] = faults.trials.size();
+    counts["holder_grants"] = std::count_if(cell.events.begin(), cell.events.end(),
+                                            [](const json& e) { return e.value("ev", "") == "hgrant"; });
+    counts["holder_lost_reports"] = std::count_if(cell.events.begin(), cell.events.end(),
+                                                  [](const json& e) { return e.value("ev", "") == "hlost"; });
+    counts["acts"] = cell.acts.size();
     json out;
     out["a_fenced_writes"] = check_writes(cell, counts);
     out["b_tokens"] = check_tokens(cell, grants);
@@ -490,8 +677,11 @@ json check(const cell_record& cell) {
     out["d_jobs"] = check_jobs(cell, faults, counts);
     out["e_liveness"] = check_liveness(cell, grants, faults);
     out["f_orphans"] = check_orphans(cell);
+    out["g_semaphore"] = check_semaphore(cell);
+    out["h_reader_writer"] = check_rw(cell);
     int total = 0;
-    for (const char* c : {"a_fenced_writes", "b_tokens", "c_lost_before_next_grant", "d_jobs", "f_orphans"})
+    for (const char* c : {"a_fenced_writes", "b_tokens", "c_lost_before_next_grant", "d_jobs", "f_orphans",
+                          "g_semaphore", "h_reader_writer"})
         total += out[c]["violations"].get<int>();
     out["violations"] = total;
     out["counts"] = counts;

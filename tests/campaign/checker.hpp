@@ -15,13 +15,14 @@ struct cell_record {
     nlohmann::json meta;
     std::vector<nlohmann::json> events, faults;
     std::vector<nlohmann::json> counters, history, fences, locks, waiters, jobs, effects, acquirable;
+    std::vector<nlohmann::json> acts, holders;  // reader-writer and permit acts; sqlock's holder rows
 };
 
 // Reads the files `sqlock_campaign run` wrote into dir.
 cell_record load_cell(const std::string& dir);
 
 // The verdict: per check a violation count and the first violations in
-// words; "violations" sums (a) to (d) and (f); (e) is a distribution.
+// words; "violations" sums (a) to (d) and (f) to (h); (e) is a distribution.
 nlohmann::json check(const cell_record& cell);
 
 }  // namespace campaign

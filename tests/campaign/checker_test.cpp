@@ -49,6 +49,29 @@ campaign::cell_record clean() {
 
 int violations(const json& verdict, const char* check) { return verdict[check]["violations"].get<int>(); }
 
+// Acts of reader-writer and permit holders on top of the clean history: each
+// holder (owner) acts at the given database times (us from t0), and its
+// client saw each act committed.
+struct acts {
+    campaign::cell_record c = clean();
+    std::int64_t wid = 5'000'000;
+    explicit acts(std::int64_t permits = 3) { c.meta["permits"] = permits; }
+    void add(const char* k, const char* kind, std::int64_t tok, const std::string& own, std::vector<std::int64_t> at) {
+        for (auto t : at) {
+            ++wid;
+            c.acts.push_back({{"k", k}, {"kind", kind}, {"tok", tok}, {"own", own}, {"c", 9}, {"wid", wid},
+                              {"t_us", t0 / 1000 + t}});
+            c.events.push_back({{"ev", "act"}, {"c", 9}, {"k", k}, {"kind", kind}, {"tok", tok}, {"own", own},
+                                {"wid", wid}, {"res", "ok"}});
+        }
+    }
+    // A permit of s0 acting from `from` to `to`.
+    void permit(std::int64_t tok, std::int64_t from, std::int64_t to) {
+        add("s0", "P", tok, "p" + std::to_string(tok), {from, to});
+    }
+    json verdict() const { return campaign::check(c); }
+};
+
 }  // namespace
 
 TEST_SUITE("unit") {
@@ -194,6 +217,108 @@ TEST_CASE("campaign checker (f): leftovers after the sweep are orphans") {
     c.waiters.push_back({{"k", "k0"}, {"own", "eeee"}});
     c.acquirable[0]["ok"] = false;
     CHECK(violations(campaign::check(c), "f_orphans") == 3);
+}
+
+TEST_CASE("campaign checker (g): exactly N permits acting together pass") {
+    acts a(3);
+    a.permit(1, 0, 1000);
+    a.permit(2, 100, 900);
+    a.permit(3, 200, 800);
+    a.permit(4, 1000, 2000);  // begins the microsecond permit 1 ends: they touch, no overlap
+    a.permit(5, 900, 1500);   // after permit 2
+    const auto v = a.verdict();
+    CHECK(v["violations"] == 0);
+    CHECK(v["g_semaphore"]["max_live"] == 3);
+    CHECK(v["g_semaphore"]["permits"] == 5);
+}
+
+TEST_CASE("campaign checker (g): N + 1 permits acting together is a violation") {
+    acts a(3);
+    a.permit(1, 0, 1000);
+    a.permit(2, 100, 900);
+    a.permit(3, 200, 800);
+    a.permit(4, 700, 1200);  // the fourth, while 1, 2 and 3 still act
+    const auto v = a.verdict();
+    CHECK(violations(v, "g_semaphore") == 1);
+    CHECK(v["g_semaphore"]["max_live"] == 4);
+    CHECK(v["violations"] == 1);
+    SUBCASE("also when the extra permit acted only once, inside the others' spans") {
+        acts b(2);
+        b.permit(1, 0, 1000);
+        b.permit(2, 100, 900);
+        b.add("s0", "P", 3, "p3", {500});
+        CHECK(violations(b.verdict(), "g_semaphore") == 1);
+    }
+    SUBCASE("one permit token acting for two owners") {
+        acts b(3);
+        b.permit(1, 0, 100);
+        b.add("s0", "P", 1, "other", {200, 300});
+        CHECK(violations(b.verdict(), "g_semaphore") == 1);
+    }
+    SUBCASE("an act the permit check refused that landed anyway") {
+        acts b(3);
+        b.permit(1, 0, 100);
+        b.c.events.back()["res"] = "rejected";
+        CHECK(violations(b.verdict(), "g_semaphore") == 1);
+    }
+}
+
+TEST_CASE("campaign checker (h): readers may overlap each other, a writer nobody") {
+    SUBCASE("overlapping readers and writers in turn pass") {
+        acts a;
+        a.add("r0", "X", 3, "w3", {0, 100});
+        a.add("r0", "S", 3, "ra", {200, 600});
+        a.add("r0", "S", 3, "rb", {300, 700});
+        a.add("r0", "S", 3, "rc", {650, 900});
+        a.add("r0", "X", 4, "w4", {1000, 1500});
+        a.add("r0", "S", 4, "rd", {1600, 1700});
+        const auto v = a.verdict();
+        CHECK(v["violations"] == 0);
+        CHECK(v["h_reader_writer"]["shared_overlaps"] == 2);  // ra with rb, rb with rc
+        CHECK(v["h_reader_writer"]["exclusive_holders"] == 2);
+    }
+    SUBCASE("a writer overlapping a reader") {
+        acts a;
+        a.add("r0", "S", 3, "ra", {200, 600});
+        a.add("r0", "X", 4, "w4", {500, 900});
+        CHECK(violations(a.verdict(), "h_reader_writer") >= 1);
+    }
+    SUBCASE("a writer overlapping a writer") {
+        acts a;
+        a.add("r0", "X", 3, "w3", {0, 600});
+        a.add("r0", "X", 4, "w4", {500, 900});
+        CHECK(violations(a.verdict(), "h_reader_writer") >= 1);
+    }
+    SUBCASE("a reader of an overtaken epoch acting after the writer") {
+        acts a;
+        a.add("r0", "X", 4, "w4", {0, 100});
+        a.add("r0", "S", 3, "ra", {500});
+        const auto v = a.verdict();
+        CHECK(violations(v, "h_reader_writer") == 1);
+        CHECK(v["h_reader_writer"]["details"][0]["what"] == "an act with a token older than one acted with before");
+    }
+    SUBCASE("a writer acting after readers of its own epoch, its lease over") {
+        acts a;
+        a.add("r0", "X", 3, "w3", {0});
+        a.add("r0", "S", 3, "ra", {200, 300});
+        a.add("r0", "X", 3, "w3", {900});  // its span also overlaps ra's
+        const auto v = a.verdict();
+        CHECK(violations(v, "h_reader_writer") == 2);
+    }
+    SUBCASE("keys are judged apart") {
+        acts a;
+        a.add("r0", "X", 3, "w3", {0, 600});
+        a.add("r1", "X", 1, "v1", {100, 500});
+        CHECK(a.verdict()["violations"] == 0);
+    }
+}
+
+TEST_CASE("campaign checker (f): a live shared holder or permit after the sweep is an orphan") {
+    auto c = clean();
+    c.holders = {{{"kind", "S"}, {"k", "r0"}, {"own", "ffff"}, {"live", 1}},
+                 {{"kind", "P"}, {"k", "s0"}, {"own", "gggg"}, {"live", 1}},
+                 {{"kind", "P"}, {"k", "s0"}, {"own", "hhhh"}, {"live", 0}}};
+    CHECK(violations(campaign::check(c), "f_orphans") == 2);
 }
 
 }  // TEST_SUITE

@@ -5,8 +5,11 @@
 // a lease, sometimes 2.5 leases while the watchdog renews), a second fenced
 // write, release. Role "job": runs one job through sqlock::job_runner for the
 // current period's run key and catches up on the last few, the body writing a
-// fenced effect row. Both log every step (see campaign.hpp); on SIGTERM they
-// finish the step at hand, release, and exit 0.
+// fenced effect row. Role "rw": loops on rw_key, taking it shared (60%) or
+// exclusively, an act (see ledger::act), a hold, a second act, release. Role
+// "sem": the same with a permit of `semaphore` (N = permits). All log every
+// step (see campaign.hpp); on SIGTERM they finish the step at hand, release,
+// and exit 0.
 
 #include "campaign/client.hpp"
 
@@ -58,6 +61,7 @@ public:
         }
         if (db) {
             if (config_.role == "job") jobs(*db);
+            else if (config_.role == "rw" || config_.role == "sem") holders(*db);
             else locks(*db);
         }
         set(board::idle, -1);
@@ -144,6 +148,72 @@ private:
             ledger_.fenced_write(*held, 2);
             set(board::idle, -1);
             json e{{"ev", "rel"}, {"k", key}, {"tok", held->token()}, {"m0", mono_ns()}, {"rt0", real_ns()}};
+            try {
+                held->release();
+                e["res"] = "ok";
+            } catch (const std::exception& x) {
+                e["res"] = "err";
+                e["err"] = x.what();
+            }
+            log_.write(std::move(e));
+        }
+    }
+
+    // Holds of readers and permits are longer than the lock role's: readers
+    // must overlap each other and N permits be live together for the checks
+    // (g) and (h) to see anything. One in twenty holds 2.5 leases.
+    std::chrono::milliseconds holder_hold_time() {
+        const auto r = rng_() % 100;
+        if (r < 40) return std::chrono::milliseconds(rng_() % 50);
+        if (r < 95) return std::chrono::milliseconds(config_.lease_ms / 10 + rng_() % (config_.lease_ms * 2 / 5));
+        return lease() * 5 / 2;
+    }
+
+    void holders(sqlock::client& db) {
+        const bool sem = config_.role == "sem";
+        const bool row_locks = db.capabilities().row_locks;
+        while (!stop_.stop_requested()) {
+            const bool shared = !sem && rng_() % 100 < 60;
+            const char* kind = sem ? "permit" : shared ? "shared" : "exclusive";
+            // Shared holders and permits are leases (select_for_update is refused for them).
+            auto mode = pick_mode(row_locks && !sem && !shared);
+            if (mode == sqlock::mode::select_for_update && (sem || shared)) mode = sqlock::mode::conditional_update;
+            const bool fair = rng_() % 2 == 0;
+            const std::string key = sem ? semaphore : rw_key;
+            slot_.writer = !sem && !shared;
+            set(board::waiting, -1);
+            const auto m0 = mono_ns(), rt0 = real_ns();
+            sqlock::lock_options o;
+            o.mode = mode;
+            o.lease = lease();
+            o.fair = fair;
+            o.cancel = stop_;
+            o.on_lost = [this, kind](const std::string& k, std::int64_t token) {
+                log_.write({{"ev", "hlost"}, {"k", k}, {"kind", kind}, {"tok", token}});
+            };
+            std::optional<sqlock::lease> held;
+            try {
+                if (sem) held.emplace(db.acquire_permit(key, config_.permits, lease() * 4, o));
+                else if (shared) held.emplace(db.acquire_shared(key, lease() * 4, o));
+                else held.emplace(db.acquire(key, lease() * 4, o));
+            } catch (const sqlock::cancelled_error&) {
+                break;
+            } catch (const std::exception& e) {
+                log_.write(
+                    {{"ev", "hacq_fail"}, {"k", key}, {"kind", kind}, {"err", e.what()}, {"m0", m0}, {"rt0", rt0}});
+                set(board::idle, -1);
+                sleep_for(50ms);
+                continue;
+            }
+            log_.write({{"ev", "hgrant"}, {"k", key}, {"kind", kind}, {"tok", held->token()}, {"own", held->owner()},
+                        {"mode", sqlock::to_string(mode)}, {"fair", fair}, {"m0", m0}, {"rt0", rt0}});
+            set(board::holding, -1);
+            ledger_.act(*held);
+            sleep_for(holder_hold_time());
+            ledger_.act(*held);
+            set(board::idle, -1);
+            json e{{"ev", "hrel"}, {"k", key}, {"kind", kind}, {"tok", held->token()}, {"own", held->owner()},
+                   {"m0", mono_ns()}, {"rt0", real_ns()}};
             try {
                 held->release();
                 e["res"] = "ok";

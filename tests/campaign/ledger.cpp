@@ -42,22 +42,52 @@ bool ledger::effect(const sqlock::job_context& c) {
     });
 }
 
+void ledger::act(const sqlock::lease& held) {
+    const std::int64_t wid = static_cast<std::int64_t>(client_) * 1'000'000 + ++writes_;
+    const char kind = held.kind() == sqlock::lease_kind::permit   ? 'P'
+                      : held.kind() == sqlock::lease_kind::shared ? 'S'
+                                                                  : 'X';
+    json e{{"ev", "act"}, {"k", held.key()}, {"kind", std::string(1, kind)}, {"tok", held.token()},
+           {"own", held.owner()}, {"wid", wid}, {"m0", mono_ns()}, {"rt0", real_ns()}};
+    transact(
+        e, held,
+        [&](test::raw_connection& raw) {
+            const auto t_us = e["t_us"].get<std::int64_t>();
+            raw.exec("INSERT INTO " + tables_.acts() + " (k, kind, token, owner, client, wid, t_us) VALUES ('" +
+                     held.key() + "', '" + kind + "', " + std::to_string(held.token()) + ", '" + held.owner() + "', " +
+                     std::to_string(client_) + ", " + std::to_string(wid) + ", " + std::to_string(t_us) + ")");
+        },
+        true);
+}
+
 // Runs body in a fenced transaction and logs e with its result: "ok",
 // "rejected" (the fence said the lease is gone), "err" (failed before the
 // commit: nothing written), or "doubt" (the commit itself failed: the
 // history tells whether it landed).
+//
+// read_time: first read the database time into e["t_us"], before the
+// transaction. The holder acquired before that read and its fence passed
+// after it; a lease is live from its grant until it ends, without gaps (a
+// renewal never revives an expired lease), so it was live at t_us.
 template <class Body>
-bool ledger::transact(json& e, const sqlock::lease& held, Body&& body) {
+bool ledger::transact(json& e, const sqlock::lease& held, Body&& body, bool read_time) {
     std::string stage = "connect";
     try {
         if (!raw_) {
             raw_ = test::raw_connection_for(url_, std::chrono::seconds(3));
             if (sql_.backend == "mysql") raw_->exec("SET time_zone = '+00:00'");
         }
+        if (read_time) {
+            stage = "time";
+            e["t_us"] = raw_->scalar("SELECT " + sql_.now_us());
+        }
         stage = "begin";
         raw_->begin();
         stage = "fence";
-        if (!unfenced_) raw_->fence(held);
+        if (!unfenced_ && held.kind() != sqlock::lease_kind::permit) raw_->fence(held);
+        if (!unfenced_ && held.kind() == sqlock::lease_kind::permit &&
+            raw_->rows(sql_.permit_live(tables_, held.key(), held.owner())).empty())
+            throw sqlock::lease_lost_error("the permit is not live by the database clock");
         stage = "write";
         body(*raw_);
         stage = "commit";

@@ -26,10 +26,17 @@ public:
     // A job run's effect: one row per attempt that reaches it. Logged as an
     // "effect" event. False unless it committed.
     bool effect(const sqlock::job_context& c);
+    // An act of a reader, writer or permit holder: reads the database time,
+    // then, in a transaction, fences (a shared or exclusive lease: the
+    // public fence helper; a permit, which has no SQL fence: a read of its
+    // holder row, live by database time) and records the time with the
+    // lease's kind, token and owner. Logged as an "act" event. Unfenced
+    // (the negative control) records it without either check.
+    void act(const sqlock::lease& held);
 
 private:
     template <class Body>
-    bool transact(nlohmann::json& e, const sqlock::lease& held, Body&& body);
+    bool transact(nlohmann::json& e, const sqlock::lease& held, Body&& body, bool read_time = false);
     void rollback();
 
     std::string url_;

@@ -25,7 +25,8 @@ int main(int argc, char** argv) {
     client->add_option("--prefix", cc.prefix)->required();
     client->add_option("--id", cc.id)->required();
     client->add_option("--slot", cc.slot)->required()->check(CLI::Range(0, 63));
-    client->add_option("--role", cc.role)->check(CLI::IsMember({"lock", "job"}));
+    client->add_option("--role", cc.role)->check(CLI::IsMember({"lock", "job", "rw", "sem"}));
+    client->add_option("--permits", cc.permits)->check(CLI::Range(1, 100));
     client->add_option("--mode", cc.mode);
     client->add_option("--keys", cc.keys)->check(CLI::Range(1, 100));
     client->add_option("--lease-ms", cc.lease_ms)->check(CLI::Range(100, 600000));
@@ -47,6 +48,9 @@ int main(int argc, char** argv) {
     run->add_option("--trials", rc.trials, "Trials per fault")->check(CLI::Range(1, 1000));
     run->add_option("--lock-clients", rc.lock_clients)->check(CLI::Range(1, 48));
     run->add_option("--job-clients", rc.job_clients)->check(CLI::Range(0, 8));
+    run->add_option("--rw-clients", rc.rw_clients, "Readers and writers of one key")->check(CLI::Range(0, 16));
+    run->add_option("--sem-clients", rc.sem_clients, "Takers of one semaphore's permits")->check(CLI::Range(0, 16));
+    run->add_option("--permits", rc.permits, "That semaphore's N")->check(CLI::Range(1, 100));
     run->add_option("--keys", rc.keys)->check(CLI::Range(1, 100));
     run->add_option("--lease-ms", rc.lease_ms)->check(CLI::Range(500, 60000));
     run->add_option("--dir", rc.dir, "Output directory")->required();

@@ -198,7 +198,8 @@ public:
         const auto start = mono_ns();
         json meta{{"backend", backend_}, {"mode", c_.mode}, {"faults", c_.faults}, {"trials", c_.trials},
                   {"lease_ms", c_.lease_ms}, {"keys", c_.keys}, {"lock_clients", c_.lock_clients},
-                  {"job_clients", c_.job_clients}, {"control", c_.control}, {"prefix", c_.prefix},
+                  {"job_clients", c_.job_clients}, {"rw_clients", c_.rw_clients}, {"sem_clients", c_.sem_clients},
+                  {"permits", c_.permits}, {"control", c_.control}, {"prefix", c_.prefix},
                   {"m_start", start}, {"rt_start", real_ns()}};
         for (const auto& f : c_.faults) {
             if (!fault_applies(f, backend_)) throw std::runtime_error("fault " + f + " does not apply to " + backend_);
@@ -207,7 +208,7 @@ public:
             if (f == "sweep_storm") storm_ = true;
         }
         prepare();
-        const int slots = c_.lock_clients + c_.job_clients;
+        const int slots = c_.lock_clients + c_.job_clients + c_.rw_clients + c_.sem_clients;
         for (int s = 0; s < slots; ++s) spawn(s);
         sleep_ms(1500);  // warm up: every client connected and contending
         json trials = json::array();
@@ -282,11 +283,20 @@ private:
         fs::rename(tmp, file);
     }
 
+    // Slots in order: lock clients, job clients, readers-writers, permit takers.
+    std::string role_of(int slot) const {
+        if (slot < c_.lock_clients) return "lock";
+        if (slot < c_.lock_clients + c_.job_clients) return "job";
+        if (slot < c_.lock_clients + c_.job_clients + c_.rw_clients) return "rw";
+        return "sem";
+    }
+
     void spawn(int slot) {
         const int id = next_id_++;
-        const bool job = slot >= c_.lock_clients;
-        // Half the lock clients of a server backend run as nobody: the
-        // "some clients" of a partial partition.
+        const std::string role = role_of(slot);
+        const bool job = role == "job";
+        // Half the lock, reader-writer and permit clients of a server backend
+        // run as nobody: the "some clients" of a partial partition.
         const bool as_nobody = root_ && backend_ != "sqlite" && !job && slot % 2 == 1;
         std::vector<std::string> args{c_.self,
                                       "client",
@@ -294,7 +304,8 @@ private:
                                       "--prefix=" + c_.prefix,
                                       "--id=" + std::to_string(id),
                                       "--slot=" + std::to_string(slot),
-                                      "--role=" + std::string(job ? "job" : "lock"),
+                                      "--role=" + role,
+                                      "--permits=" + std::to_string(c_.permits),
                                       "--mode=" + c_.mode,
                                       "--keys=" + std::to_string(c_.keys),
                                       "--lease-ms=" + std::to_string(c_.lease_ms),
@@ -334,9 +345,8 @@ private:
             ::execv(argv[0], argv.data());
             ::_exit(127);
         }
-        procs_[slot] = {id, pid, job ? "job" : "lock"};
-        log_->write({{"ev", "spawn"}, {"c", id}, {"pid", pid}, {"slot", slot}, {"nobody", as_nobody},
-                     {"role", job ? "job" : "lock"}});
+        procs_[slot] = {id, pid, role};
+        log_->write({{"ev", "spawn"}, {"c", id}, {"pid", pid}, {"slot", slot}, {"nobody", as_nobody}, {"role", role}});
     }
 
     // Notices clients that died on their own (they should not), and replaces them.
@@ -352,14 +362,31 @@ private:
     }
 
     // A client in state s (holding: also a job body at work), waiting up to 3 s for one.
+    // Successive picks prefer, in turn, a lock client, a writer of rw_key, a
+    // permit client, and a lock or job client, so that even a cell of one
+    // trial per fault, or a control of five, hurts every kind of holder. A
+    // writer: a stopped reader breaks nothing unless a writer comes in its
+    // gap, a stopped writer whenever anyone does. Any client in state s will
+    // do when none preferred is by a second.
     std::optional<int> pick(board::state s) {
+        const auto turn = picks_++ % 4;
+        auto preferred = [&](const proc& p, const board::slot& b) {
+            if (turn == 0) return p.role == "lock";
+            if (turn == 1) return p.role == "rw" && b.writer.load() == 1;
+            if (turn == 2) return p.role == "sem";
+            return p.role == "lock" || p.role == "job";
+        };
         for (int tries = 0; tries < 300; ++tries) {
-            std::vector<int> found;
+            std::vector<int> found, best;
             for (const auto& [slot, p] : procs_) {
                 const auto st = board_->at(slot).state.load();
-                if (p.pid > 0 && (st == s || (s == board::holding && st == board::running_job))) found.push_back(slot);
+                if (p.pid > 0 && (st == s || (s == board::holding && st == board::running_job))) {
+                    found.push_back(slot);
+                    if (preferred(p, board_->at(slot))) best.push_back(slot);
+                }
             }
-            if (!found.empty()) return found[rng_() % found.size()];
+            if (!best.empty()) return best[rng_() % best.size()];
+            if (!found.empty() && tries >= 100) return found[rng_() % found.size()];
             sleep_ms(10);
         }
         return std::nullopt;
@@ -622,6 +649,9 @@ private:
         dump("fences", {"k", "n_tok"}, raw->rows("SELECT lock_key, token FROM " + t.fences() + " ORDER BY lock_key"));
         dump("locks", {"k", "own", "mode", "n_live"}, raw->rows(sql.lock_rows(t)));
         dump("waiters", {"k", "own", "holder"}, raw->rows(sql.waiter_rows(t)));
+        dump("acts", {"k", "kind", "n_tok", "own", "n_c", "n_wid", "n_t_us"},
+             raw->rows("SELECT k, kind, token, owner, client, wid, t_us FROM " + t.acts() + " ORDER BY t_us"));
+        dump("holders", {"kind", "k", "own", "n_live"}, raw->rows(sql.holder_rows(t)));
         dump("effects", {"job", "rk", "n_tok", "own", "n_c", "n_attempt"},
              raw->rows("SELECT job, rk, token, owner, client, attempt FROM " + t.effects() + " ORDER BY job, rk"));
         std::ofstream jobs(c_.dir + "/jobs.jsonl");
@@ -639,6 +669,21 @@ private:
             auto l = db.try_acquire(hot_key(i), o);
             free_keys << json{{"k", hot_key(i)}, {"ok", l.has_value()}}.dump() << "\n";
         }
+        if (c_.rw_clients > 0) {
+            sqlock::lock_options o;
+            o.lease = 5s;
+            auto l = db.try_acquire(rw_key, o);
+            free_keys << json{{"k", rw_key}, {"ok", l.has_value()}}.dump() << "\n";
+        }
+        if (c_.sem_clients > 0) {
+            // Every one of the N permits is free again.
+            sqlock::lock_options o;
+            o.lease = 5s;
+            std::vector<sqlock::lease> all;
+            for (int i = 0; i < c_.permits; ++i)
+                if (auto l = db.try_acquire_permit(semaphore, c_.permits, o)) all.push_back(std::move(*l));
+            free_keys << json{{"k", semaphore}, {"ok", static_cast<int>(all.size()) == c_.permits}}.dump() << "\n";
+        }
         log_->write({{"ev", "swept"}, {"rows", swept}});
     }
 
@@ -649,6 +694,7 @@ private:
     std::optional<board> board_;
     std::map<int, proc> procs_;
     int next_id_ = 1;
+    std::size_t picks_ = 0;
     int port_ = 0;
     bool root_ = false, skew_ = false, jump_ = false, storm_ = false;
 };

@@ -12,6 +12,8 @@ struct cell_config {
     std::vector<std::string> faults;  // applied in turn, `trials` times each
     int trials = 1;
     int lock_clients = 8, job_clients = 2, keys = 3;
+    // Readers and writers of rw_key; takers of permits of `semaphore`, N = permits.
+    int rw_clients = 3, sem_clients = 6, permits = 3;
     int lease_ms = 2000;
     std::string dir;  // output: histories, dumps, meta.json
     // test-servers.sh and its DIR, for server faults; the server's name there.
