@@ -88,7 +88,7 @@ TEST_CASE_TEMPLATE("shared holders coexist and exclude an exclusive holder", Db,
     auto r2 = b.try_acquire_shared("rw/key");
     REQUIRE(r2);
     CHECK(r1->owner() != r2->owner());
-    CHECK(r1->token() == r2->token());  // the same exclusive epoch
+    CHECK(r1->token() == r2->token());  // one group of readers, one token
     for (auto m : test::modes_of(db)) {
         CAPTURE(sqlock::to_string(m));
         CHECK_FALSE(b.try_acquire("rw/key", {.mode = m}));
@@ -104,7 +104,7 @@ TEST_CASE_TEMPLATE("shared holders coexist and exclude an exclusive holder", Db,
     w->release();
     auto r3 = a.try_acquire_shared("rw/key");
     REQUIRE(r3);
-    CHECK(r3->token() == w->token());  // the epoch of the last writer
+    CHECK(r3->token() > w->token());  // a new group of readers draws a token of its own
     CHECK(a.holders("rw/").size() == 1);
 }
 
@@ -184,6 +184,61 @@ TEST_CASE_TEMPLATE("a fenced write under a shared lease is refused once a writer
     raw->begin();
     CHECK_THROWS_AS(raw->fence(*reader), sqlock::lease_lost_error);
     raw->rollback();
+}
+
+TEST_CASE_TEMPLATE("a writer whose lease ran out cannot pass its fence once readers hold the key", Db,
+                   ALL_BACKENDS) {
+    // Up to schema version 8 readers took the last writer's token and the
+    // fence checked only the token and that the key's row was live, which
+    // readers keep it: the stale writer's write committed beside theirs
+    // (found by the fault campaign's check (h), docs/reliability.md).
+    Db db;
+    auto a = db.open();
+    auto b = db.open();
+    auto raw = test::raw_connection_for(db.url());
+    auto fence_passes = [&](const sqlock::lease& l) {
+        raw->begin();
+        bool passed = true;
+        try {
+            raw->fence(l);
+        } catch (const sqlock::lease_lost_error&) {
+            passed = false;
+        }
+        raw->rollback();
+        return passed;
+    };
+    // A key first taken shared: its readers' fence passes (SQLite's compared
+    // a token the shared grant left unset).
+    auto fresh = b.try_acquire_shared("rw/fresh");
+    REQUIRE(fresh);
+    CHECK(fence_passes(*fresh));
+    for (auto m : test::modes_of(db)) {
+        CAPTURE(sqlock::to_string(m));
+        const std::string key = std::string("rw/stale-writer/") + sqlock::to_string(m);
+        auto w = a.try_acquire(key, {.mode = m, .lease = 500ms, .auto_renew = false});
+        REQUIRE(w);
+        CHECK(fence_passes(*w));
+        // The writer stops renewing; once its lease is over, readers take the key.
+        std::optional<sqlock::lease> r1;
+        REQUIRE(test::eventually([&] {
+            r1 = b.try_acquire_shared(key);
+            return r1.has_value();
+        }));
+        auto r2 = b.try_acquire_shared(key);
+        REQUIRE(r2);
+        CHECK(r1->token() > w->token());
+        CHECK(r2->token() == r1->token());
+        CHECK_FALSE(fence_passes(*w));
+        CHECK(fence_passes(*r1));
+        CHECK(fence_passes(*r2));
+        r1->release();
+        r2->release();
+        auto w2 = a.try_acquire(key, {.mode = m});
+        REQUIRE(w2);
+        CHECK(w2->token() > r1->token());
+        CHECK_FALSE(fence_passes(*r2));
+        CHECK(fence_passes(*w2));
+    }
 }
 
 TEST_CASE_TEMPLATE("sqlock::shared_mutex works with std::shared_lock and std::unique_lock", Db, ALL_BACKENDS) {

@@ -169,9 +169,11 @@ public:
     // exclusive holder (acquire, try_acquire, any mode) excludes them all
     // and they exclude it. Each shared lease is a lease of its own (own
     // owner, renewed by the watchdog with the others, lost, on_lost, stop
-    // token); its token() is the key's exclusive epoch. A reader that is not
-    // fair is refused while a writer waits for the key (writers are not
-    // starved); a fair one waits its turn among fair waiters. options.mode
+    // token); its token() is its group's: readers that hold the key together
+    // share the token the first of them drew from the key's counter. A
+    // reader that is not fair is refused while a writer waits for the key
+    // (writers are not starved); a fair one waits its turn among fair
+    // waiters. options.mode
     // must not be select_for_update (config_error); options.reentrant is
     // ignored (each call is a grant of its own). Empty when not granted now.
     [[nodiscard]] std::optional<lease> try_acquire_shared(std::string_view key, const lock_options& options = {});

@@ -70,9 +70,9 @@ public:
     const std::string& owner() const;
     // Fencing token: strictly larger than every earlier grant of this key.
     // Pass it to the resource you protect and have it reject smaller ones.
-    // A shared lease's token is the key's exclusive epoch: the token of the
-    // key's latest exclusive grant when it was granted (0 before any), shared
-    // by every reader of that epoch and overtaken by the next writer's. A
+    // A shared lease's token is its group's: the first reader of a group
+    // (readers that hold the key together) draws it from the key's counter as
+    // a writer does; the others share it, and the next writer's overtakes it. A
     // permit's is strictly larger than every earlier permit of its semaphore.
     std::int64_t token() const;
     sqlock::mode mode() const;

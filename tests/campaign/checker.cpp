@@ -51,10 +51,11 @@
 // (h) Reader-writer exclusion, per key: an exclusive holder's span overlaps
 //     no other holder's (shared or exclusive); shared spans may overlap each
 //     other (counted, to show they did). Along database time the acts'
-//     tokens never go down (a reader's token is the epoch of the writer
-//     before it, so a smaller one is a reader or writer of an epoch already
-//     overtaken), and a writer never acts after another holder acted with
-//     its token: readers of its epoch are granted only once its lease ended.
+//     tokens never go down (a group of readers draws a token as a writer
+//     does, so a smaller one is a reader or writer already overtaken), and a
+//     writer never acts after another holder acted with its token (up to
+//     schema version 8 readers took the last writer's token, and a writer
+//     whose lease had ended acted beside them).
 
 #include "campaign/checker.hpp"
 

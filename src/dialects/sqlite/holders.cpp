@@ -36,7 +36,6 @@ grant_result sqlite_session::grant_holder(const holder_request& r) {
 std::optional<std::int64_t> sqlite_session::grant_shared(const holder_request& r) {
     if (update("shared_grant", r.key, r.owner, r.lease_ms, r.holder, r.note, r.ticket, r.priority) == 0)
         return std::nullopt;
-    update("shared_fence_row", r.key);
     return first_integer("shared_insert", r.key, r.owner, r.lease_ms, r.holder, r.note);
 }
 
