@@ -147,16 +147,21 @@ private:
             sleep_for(hold_time());
             ledger_.fenced_write(*held, 2);
             set(board::idle, -1);
-            json e{{"ev", "rel"}, {"k", key}, {"tok", held->token()}, {"m0", mono_ns()}, {"rt0", real_ns()}};
-            try {
-                held->release();
-                e["res"] = "ok";
-            } catch (const std::exception& x) {
-                e["res"] = "err";
-                e["err"] = x.what();
-            }
-            log_.write(std::move(e));
+            release_logged(*held, {{"ev", "rel"}, {"k", key}, {"tok", held->token()}, {"m0", mono_ns()},
+                                   {"rt0", real_ns()}});
         }
+    }
+
+    // Releases `held` and logs `e` with the outcome ("res": ok or err).
+    void release_logged(sqlock::lease& held, json e) {
+        try {
+            held.release();
+            e["res"] = "ok";
+        } catch (const std::exception& x) {
+            e["res"] = "err";
+            e["err"] = x.what();
+        }
+        log_.write(std::move(e));
     }
 
     // Holds of readers and permits are longer than the lock role's: readers
@@ -212,16 +217,8 @@ private:
             sleep_for(holder_hold_time());
             ledger_.act(*held);
             set(board::idle, -1);
-            json e{{"ev", "hrel"}, {"k", key}, {"kind", kind}, {"tok", held->token()}, {"own", held->owner()},
-                   {"m0", mono_ns()}, {"rt0", real_ns()}};
-            try {
-                held->release();
-                e["res"] = "ok";
-            } catch (const std::exception& x) {
-                e["res"] = "err";
-                e["err"] = x.what();
-            }
-            log_.write(std::move(e));
+            release_logged(*held, {{"ev", "hrel"}, {"k", key}, {"kind", kind}, {"tok", held->token()},
+                                   {"own", held->owner()}, {"m0", mono_ns()}, {"rt0", real_ns()}});
         }
     }
 
