@@ -8,7 +8,7 @@
 #   cli       `sqlock`'s argv (split on NUL bytes): accepted, or a usage error (64)
 #
 #   scripts/fuzz.sh                  every target for 60 s
-#   scripts/fuzz.sh --seconds 10     briefly (CI: the ctest test fuzz.short)
+#   scripts/fuzz.sh --seconds 6      briefly (CI: the ctest test fuzz.short)
 #
 # Options:
 #   --seconds N        how long each target runs (default 60)

@@ -185,8 +185,10 @@ if ((SANITIZE)); then
     fi
     # Not the package test: it checks install and find_package by building
     # the library again, which sanitizers add nothing to (and it took ~4 min).
-    # Not the fault campaign either: it judges timing-driven histories, which
-    # a sanitizer's slowdown distorts; the regular build runs it. Nor the
+    # Not the fault campaign either, nor the fault and partition suites: they
+    # judge timing-driven histories (servers restarted, frozen or cut off
+    # under running leases), which a sanitizer's slowdown distorts; the
+    # regular build runs them. Nor the
     # fuzzers: they are built with sanitizers already, in a tree of their own.
     # Nor what runs no library code of its own worth sanitizing twice, to keep
     # the suite's time: the .deb build, the benchmark's smoke run (the
@@ -197,7 +199,7 @@ if ((SANITIZE)); then
     # the CLI suites on the two servers: the program's code is sanitized by
     # cli.sqlite, and its database paths by the library suites on every backend.
     run_ctest "$ASAN_BUILD_DIR" \
-      -E '^(package|package\.deb|campaign|fuzz\.short|bench\.smoke|ha\..*|cli\.(postgres|mysql))$' "$@"
+      -E '^(package|package\.deb|campaign|fault\..*|partition|fuzz\.short|bench\.smoke|ha\..*|cli\.(postgres|mysql))$' "$@"
   ); then
     RESULT_ASAN=PASS
   else
