@@ -215,7 +215,7 @@ TEST_CASE_TEMPLATE("a writer whose lease ran out cannot pass its fence once read
     for (auto m : test::modes_of(db)) {
         CAPTURE(sqlock::to_string(m));
         const std::string key = std::string("rw/stale-writer/") + sqlock::to_string(m);
-        auto w = a.try_acquire(key, {.mode = m, .lease = 500ms, .auto_renew = false});
+        auto w = a.try_acquire(key, {.mode = m, .lease = 2s, .auto_renew = false});
         REQUIRE(w);
         CHECK(fence_passes(*w));
         // The writer stops renewing; once its lease is over, readers take the key.

@@ -42,19 +42,16 @@ TEST_CASE("writers that had to wait get the turn in the order they asked") {
     write_queue q;
     std::mutex order_mu;
     std::vector<int> order;
-    std::atomic<int> asked{0};
     q.lock();
     std::vector<std::thread> writers;
     for (int w = 0; w < 4; ++w) {
         writers.emplace_back([&, w] {
-            asked.fetch_add(1);
             std::lock_guard turn(q);
             std::lock_guard l(order_mu);
             order.push_back(w);
         });
-        // The next writer asks only once this one is surely queued.
-        REQUIRE(test::eventually([&] { return asked.load() == w + 1; }));
-        std::this_thread::sleep_for(20ms);
+        // The next writer asks only once this one is queued.
+        REQUIRE(test::eventually([&] { return q.queued() == static_cast<std::size_t>(w + 1); }));
     }
     q.unlock();
     for (auto& t : writers) t.join();

@@ -15,7 +15,9 @@ DELIMITER //
 -- joining updates only that group's expiry; starting takes a free or expired
 -- row, or inserts the key's first (a duplicate insert raises 1062:
 -- contention). Between the two another reader may have started a group (the
--- start then matches nothing): join it then. Under READ COMMITTED each
+-- start then matches nothing): join it then. ROW_COUNT() counts matched rows
+-- on sqlock's connections (CLIENT_FOUND_ROWS), so a join that leaves the
+-- group's expiry as it was still counts, as in version 6. Under READ COMMITTED each
 -- UPDATE decides on the latest committed version of the row, under its lock.
 -- Returns one row: token (NULL: not granted), remaining_ms.
 CREATE PROCEDURE sqlock_grant_shared(IN p_key VARBINARY(255), IN p_owner VARCHAR(64), IN p_lease_ms BIGINT,
@@ -89,5 +91,12 @@ BEGIN
     SELECT v_token AS token, v_remaining AS remaining_ms;
 END//
 DELIMITER ;
+
+-- Groups of readers live at the upgrade hold the last writer's token: give
+-- each such key a new one, so that the writer's fence fails from now on (the
+-- readers' fences fail too until they are granted again: the safe side).
+UPDATE sqlock_fences f JOIN sqlock_locks l ON l.lock_key = f.lock_key
+   SET f.token = f.token + 1
+ WHERE l.owner = 'shared' AND l.mode = 'shared' AND l.expires_at > UTC_TIMESTAMP(6);
 
 INSERT IGNORE INTO sqlock_schema_version (version, name) VALUES (9, 'reader_epochs');

@@ -68,4 +68,11 @@ BEGIN
       INTO remaining_ms FROM sqlock_locks l WHERE l.lock_key = p_key AND l.owner IS NOT NULL;
 END $$;
 
+-- Groups of readers live at the upgrade hold the last writer's token: give
+-- each such key a new one, so that the writer's fence fails from now on (the
+-- readers' fences fail too until they are granted again: the safe side).
+UPDATE sqlock_fences f SET token = f.token + 1
+  FROM sqlock_locks l
+ WHERE l.lock_key = f.lock_key AND l.owner = 'shared' AND l.mode = 'shared' AND l.expires_at > clock_timestamp();
+
 INSERT INTO sqlock_schema_version (version, name) VALUES (9, 'reader_epochs') ON CONFLICT DO NOTHING;

@@ -6,7 +6,9 @@
 -- reader that is not fair, a live exclusive waiter that queued before it.
 -- A reader that starts a group (the row was not a live group's) gives the
 -- row a new token, the key's counter + 1, as an exclusive grant does, and the
--- triggers copy it into sqlock_fences; one that joins keeps the group's. (Up
+-- triggers copy it into sqlock_fences; one that joins keeps the group's, if
+-- it is still the counter's (not a group whose token was overtaken, e.g. by
+-- a forced release, nor one an older library started without a token). (Up
 -- to schema version 8 readers took the last writer's token, whose fence then
 -- passed while they held the key: migrations/postgres/0009_reader_epochs.sql.)
 -- SET reads the row as it was. Changes one row when granted.
@@ -19,6 +21,7 @@ SELECT ?1, 'shared', 'shared', coalesce((SELECT token FROM sqlock_fences WHERE l
                         OR (?7 = -9223372036854775808 AND w.kind = 'X' AND w.ticket < ?6)))
 ON CONFLICT (lock_key) DO UPDATE
    SET token = CASE WHEN owner = 'shared' AND mode = 'shared' AND expires_ms > sqlock_now_ms()
+                         AND token = (SELECT token FROM sqlock_fences WHERE lock_key = ?1)
                     THEN token ELSE excluded.token END,
        acquired_ms = CASE WHEN owner = 'shared' AND mode = 'shared' AND expires_ms > sqlock_now_ms()
                           THEN acquired_ms ELSE excluded.acquired_ms END,

@@ -28,7 +28,11 @@ private:
     static int handler(void* self, int attempts) {
         auto& me = *static_cast<busy_wait*>(self);
         const auto now = std::chrono::steady_clock::now();
-        if (attempts == 0) me.since_ = now;
+        // A new wait: SQLite restarts its count only when a statement starts,
+        // so a wait outside that (reading the schema, a checkpoint) may come
+        // with the count of an earlier one; a gap no retry leaves tells it.
+        if (attempts == 0 || now - me.last_ > std::chrono::milliseconds(50)) me.since_ = now;
+        me.last_ = now;
         const auto left = me.since_ + me.limit_ - now;
         if (left <= std::chrono::steady_clock::duration::zero()) return 0;  // SQLITE_BUSY to the caller
         // The first looks come quickly: most write locks are held well under a millisecond.
@@ -39,7 +43,8 @@ private:
     }
 
     std::chrono::milliseconds limit_{0};
-    std::chrono::steady_clock::time_point since_;
+    std::chrono::steady_clock::time_point since_;  // when this wait began
+    std::chrono::steady_clock::time_point last_;   // the handler's last call
 };
 
 }  // namespace sqlock::detail

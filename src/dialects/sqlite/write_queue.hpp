@@ -22,6 +22,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstddef>
 #include <deque>
 #include <mutex>
 
@@ -75,6 +76,12 @@ public:
             head->woken = true;
             head->cv.notify_one();
         }
+    }
+
+    // Writers queued now (for tests).
+    std::size_t queued() {
+        std::lock_guard l(mu_);
+        return waiting_.size();
     }
 
 private:
