@@ -117,7 +117,7 @@ private:
 class raw_locker final : public counted_locker {
 public:
     raw_locker(const contender& c, const target& t, const locker_settings& s)
-        : main_(t, c.relaxed, statements_), mode_(c.mode), lease_ms_(s.lease.count()) {
+        : main_(t, c.relaxed, statements_), mode_(c.mode), lease_ms_(s.lease.count()), relaxed_(c.relaxed) {
         const sql_texts sql(std::filesystem::path(t.sql_dir) / "sqlite", t.prefix);
         for (const char* name : {"grant", "release_delete", "release_clear", "renew"}) main_.prepare(name, sql.get(name));
     }
@@ -133,7 +133,11 @@ public:
     void unlock(const std::string& key) override {
         auto it = held_.find(key);
         if (it == held_.end()) failure("raw: unlock of '" + key + "', which is not held");
+        // As the library does: a release's commit does not wait for the disk
+        // (src/dialects/sqlite/session.hpp, unflushed()).
+        if (!relaxed_) main_.exec("PRAGMA synchronous = NORMAL");
         main_.run(mode_ == "unique_insert" ? "release_delete" : "release_clear", key, it->second);
+        if (!relaxed_) main_.exec("PRAGMA synchronous = FULL");
         held_.erase(it);
         if (main_.changes() != 1) failure("raw release did not find '" + key + "'");
     }
@@ -148,6 +152,7 @@ private:
     session main_;
     std::string mode_;
     std::int64_t lease_ms_;
+    bool relaxed_;
     owner_source owners_;
     std::map<std::string, std::string, std::less<>> held_;
     const std::string holder_ = holder_text();

@@ -1,7 +1,9 @@
 // client_options.durability: relaxed makes sqlock's own commits skip the wait
 // for the disk (PostgreSQL synchronous_commit = off, SQLite synchronous =
-// NORMAL) and nothing else; strict leaves the database's setting alone;
-// MySQL/MariaDB refuse relaxed. The setting is seen from inside the database
+// NORMAL) and nothing else; strict leaves the database's setting alone for
+// every commit but a release's, which never waits for the disk (a release
+// lost in a crash only keeps the key until its lease runs out); MySQL/MariaDB
+// refuse relaxed and have no per-commit setting. The setting is seen from inside the database
 // by test::commit_probe (a trigger in the writing session).
 
 #include "support/commit_probe.hpp"
@@ -50,18 +52,49 @@ void write_everything(const test::backend_base& db, sqlock::client& c) {
 
 TEST_SUITE("durability") {
 
-TEST_CASE_TEMPLATE("a strict client commits with the database's own setting", Db, test::sqlite_db, test::postgres_db) {
+TEST_CASE_TEMPLATE("a strict client waits for the disk at every commit but a release's", Db, test::sqlite_db,
+                   test::postgres_db) {
     Db db;
     test::commit_probe probe(db);
     auto c = open_with(db, durability::strict);
+    // Grants and renewals in every mode, a forced release (it bumps the
+    // fence), and a job run's ledger rows: the database's own setting.
     write_everything(db, c);
     CHECK(probe.writes() >= 10);
-    CHECK(probe.writes_with(probe.strict()) == probe.writes());
+    CHECK(probe.writes_with(probe.strict(), "job_runs") == probe.writes_to("job_runs"));
+    CHECK(probe.writes_to("job_runs") >= 2);
+    CHECK(probe.writes_with(probe.strict(), "fences") == probe.writes_to("fences"));
+    // Only the releases (each mode's, and the job's lock), which clear or
+    // delete lock rows, skipped the wait; everything else waited.
+    CHECK(probe.writes_with(probe.relaxed()) == probe.writes_with(probe.relaxed(), "locks"));
+    CHECK(probe.writes_with(probe.relaxed()) >= 1);
+    CHECK(probe.writes_with(probe.strict()) + probe.writes_with(probe.relaxed()) == probe.writes());
+
+    // Phase by phase: grants wait for the disk, releases do not.
+    const auto grants_before = probe.writes();
+    const auto strict_before = probe.writes_with(probe.strict());
+    std::vector<sqlock::lease> held;
+    for (mode m : test::modes_of(db)) {
+        auto l = c.try_acquire("dur/phase/" + std::string(sqlock::to_string(m)), {.mode = m});
+        REQUIRE(l);
+        if (m != mode::select_for_update) CHECK(l->renew());
+        held.push_back(std::move(*l));
+    }
+    const auto granted = probe.writes() - grants_before;
+    CHECK(granted >= 4);
+    CHECK(probe.writes_with(probe.strict()) - strict_before == granted);
+    const auto releases_before = probe.writes_with(probe.relaxed());
+    const auto total_before = probe.writes();
+    for (auto& l : held) l.release();
+    // unique_insert and conditional_update each write their lock row; a
+    // select_for_update release is a rollback and writes nothing.
+    CHECK(probe.writes() - total_before == 2);
+    CHECK(probe.writes_with(probe.relaxed()) - releases_before == 2);
 }
 
 TEST_CASE_TEMPLATE("a strict PostgreSQL client keeps the synchronous_commit its URL asks for", Db, test::postgres_db) {
     // Strict does not force `on`: a setting from the URL (or the role, the
-    // database, the server) stays in force.
+    // database, the server) stays in force for everything but a release.
     Db db;
     test::commit_probe probe(db);
     const std::string url = db.url() + (db.url().find('?') == std::string::npos ? "?" : "&") +
@@ -69,9 +102,13 @@ TEST_CASE_TEMPLATE("a strict PostgreSQL client keeps the synchronous_commit its 
     auto c = open_with(db, durability::strict, url);
     auto l = c.try_acquire("dur/url");
     REQUIRE(l);
-    l->release();
-    CHECK(probe.writes() >= 2);
+    CHECK(l->renew());
+    CHECK(probe.writes() >= 3);
     CHECK(probe.writes_with("remote_write") == probe.writes());
+    const auto before = probe.writes();
+    l->release();
+    CHECK(probe.writes() == before + 1);
+    CHECK(probe.writes_with("off") == 1);
 }
 
 TEST_CASE_TEMPLATE("a relaxed client commits every write of its own without waiting for the disk", Db,
@@ -88,7 +125,6 @@ TEST_CASE_TEMPLATE("a relaxed client commits every write of its own without wait
     const auto before = probe.writes();
     auto l = strict.try_acquire("dur/strict-beside-relaxed");
     REQUIRE(l);
-    l->release();
     CHECK(probe.writes() > before);
     CHECK(probe.writes_with(probe.strict()) == probe.writes() - before);
 }

@@ -59,6 +59,17 @@ enum class durability {
     // database is configured to do so: sqlock changes no commit setting, and
     // one the server, role, database or URL sets stays in force (PostgreSQL's
     // synchronous_commit, say). The default.
+    //
+    // Except a release's (of a lease, a shared lease or a permit), which
+    // never waits for the disk on PostgreSQL (synchronous_commit = off for
+    // that one transaction) and SQLite (synchronous = NORMAL for that one
+    // commit, in WAL mode): it saves one of the two flushes of every lock +
+    // unlock. A release lost in a crash leaves the key held until its lease
+    // runs out, as a crashed holder would. It never lets two parties in and
+    // never lets a token be issued twice: a grant that saw the release
+    // commits after it in the log and waits for its own flush, which covers
+    // the release too. MySQL/MariaDB have no per-transaction setting: their
+    // releases wait like every other commit.
     strict,
     // Commits are reported before they reach the disk, on the backends that
     // can do that per connection, for fewer disk flushes per grant, release

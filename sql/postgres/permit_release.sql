@@ -1,6 +1,9 @@
 -- Permit release: $1 name, $2 owner. Returns whether a live permit was
 -- given back, and wakes the semaphore's head waiter (delivered at commit).
-WITH released AS (
+-- The commit does not wait for the disk, as in release_delete.sql.
+WITH unflushed AS (
+    SELECT set_config('synchronous_commit', 'off', true)
+), released AS (
     DELETE FROM sqlock_holders WHERE kind = 'P' AND lock_key = $1 AND owner = $2
     RETURNING expires_at > clock_timestamp() AS live
 )
@@ -8,4 +11,5 @@ SELECT coalesce((SELECT bool_or(live) FROM released), false),
        (SELECT pg_notify(w.listener, w.ticket::text) FROM sqlock_waiters w
          WHERE w.lock_key = $1 AND w.kind = 'P' AND w.listener IS NOT NULL AND w.expires_at > clock_timestamp()
            AND EXISTS (SELECT 1 FROM released)
-         ORDER BY w.fair DESC, w.priority DESC, w.ticket LIMIT 1) IS NOT NULL
+         ORDER BY w.fair DESC, w.priority DESC, w.ticket LIMIT 1) IS NOT NULL,
+       (SELECT count(*) FROM unflushed)

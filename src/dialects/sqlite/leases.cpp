@@ -71,12 +71,13 @@ std::optional<std::int64_t> sqlite_session::grant_statement(const grant_request&
 
 bool sqlite_session::release(std::string_view key, std::string_view owner, sqlock::mode m) {
     std::optional<std::string> wake;  // the head waiter's channel, when released
-    {
+    unflushed([&] {
         auto q = prepare(m == mode::unique_insert ? "release_delete" : "release_clear");
         q.bind(1, key).bind(2, owner);
         if (q.step()) wake = q.null(0) ? std::string() : q.text(0);
         q.run();
-    }  // committed (autocommit) and this process's write turn given back
+        return true;
+    });  // committed (autocommit) and this process's write turn given back
     if (wake && !wake->empty()) ring_sqlite_doorbell(*wake);
     return wake.has_value();
 }

@@ -166,6 +166,30 @@ private:
         }
     }
 
+    // Runs body with this connection's commits not waiting for the disk: a
+    // release's. In WAL mode, synchronous = NORMAL skips the fsync at commit,
+    // and the next commit that syncs the log file (any connection's, in any
+    // process) covers this one too, so no grant that saw the release is
+    // durable without it; a release lost with the machine leaves the key
+    // held until its lease runs out, as a crashed holder would. The PRAGMA is
+    // a connection setting, not a statement against the tables: it is not
+    // counted.
+    template <class F>
+    auto unflushed(F&& body) {
+        if (commit_sync_ <= 1) return body();  // already NORMAL or OFF
+        set_synchronous(1);
+        try {
+            auto out = body();
+            set_synchronous(commit_sync_);
+            return out;
+        } catch (...) {
+            sqlite3_exec(db_, ("PRAGMA synchronous = " + std::to_string(commit_sync_)).c_str(), nullptr, nullptr,
+                         nullptr);
+            throw;
+        }
+    }
+    void set_synchronous(int level);
+
     void exec(const std::string& sql);
     query prepare(const std::string& name);
 
@@ -182,6 +206,7 @@ private:
     sqlite3* db_ = nullptr;
     std::map<std::string, sqlite3_stmt*> cache_;
     bool in_write_tx_ = false;  // this session holds the process's write turn
+    int commit_sync_ = 2;       // PRAGMA synchronous for every commit but a release's
 };
 
 }  // namespace sqlock::detail::sqlite

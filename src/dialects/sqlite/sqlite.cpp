@@ -91,6 +91,11 @@ sqlite_session::sqlite_session(const std::string& path, const dialect_context& c
     exec("PRAGMA journal_mode=WAL");
     exec("PRAGMA foreign_keys=ON");
     if (ctx.options.durability == durability::relaxed) exec(sql_.get("relaxed_durability"));
+    sqlite3_stmt* level = nullptr;
+    if (sqlite3_prepare_v2(db_, "PRAGMA synchronous", -1, &level, nullptr) == SQLITE_OK &&
+        sqlite3_step(level) == SQLITE_ROW)
+        commit_sync_ = sqlite3_column_int(level, 0);
+    sqlite3_finalize(level);
 }
 sqlite_session::~sqlite_session() {
     for (auto& [name, st] : cache_) sqlite3_finalize(st);
@@ -152,6 +157,11 @@ std::int64_t sqlite_session::now_ms() {
     auto q = prepare("now");
     q.step();
     return q.integer(0);
+}
+
+void sqlite_session::set_synchronous(int level) {
+    const std::string sql = "PRAGMA synchronous = " + std::to_string(level);
+    if (int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, nullptr); rc != SQLITE_OK) fail(db_, rc, sql);
 }
 
 void sqlite_session::exec(const std::string& sql) {
