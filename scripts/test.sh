@@ -11,7 +11,8 @@
 #   SQLOCK_BUILD_DIR        build directory            (default: build)
 #   SQLOCK_ASAN_BUILD_DIR   sanitizer build directory  (default: build-asan)
 #   SQLOCK_BUILD_JOBS       parallel compile jobs      (default: 2)
-#   SQLOCK_TEST_JOBS        parallel ctest jobs        (default: 2)
+#   SQLOCK_TEST_JOBS        parallel ctest jobs        (default: 3: the tests mostly
+#                                                       wait on leases and servers)
 #   SQLOCK_TEST_TIMEOUT     per-test timeout, seconds  (default: 600)
 #   SQLOCK_SANITIZE=1 / CI=true   also run the sanitizer suite
 #   SQLOCK_KEEP_TMP=1       keep the server directory (logs, data) after the run
@@ -24,7 +25,7 @@ SERVERS=$ROOT/scripts/test-servers.sh
 BUILD_DIR=${SQLOCK_BUILD_DIR:-build}
 ASAN_BUILD_DIR=${SQLOCK_ASAN_BUILD_DIR:-build-asan}
 BUILD_JOBS=${SQLOCK_BUILD_JOBS:-2}
-TEST_JOBS=${SQLOCK_TEST_JOBS:-2}
+TEST_JOBS=${SQLOCK_TEST_JOBS:-3}
 TEST_TIMEOUT=${SQLOCK_TEST_TIMEOUT:-600}
 
 SANITIZE=0
