@@ -15,6 +15,7 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace std::chrono_literals;
@@ -90,6 +91,37 @@ TEST_CASE_TEMPLATE("a strict client waits for the disk at every commit but a rel
     // select_for_update release is a rollback and writes nothing.
     CHECK(probe.writes() - total_before == 2);
     CHECK(probe.writes_with(probe.relaxed()) - releases_before == 2);
+}
+
+TEST_CASE_TEMPLATE("a strict client's queue rows do not wait for the disk", Db, test::sqlite_db, test::postgres_db) {
+    Db db;
+    test::commit_probe probe(db);
+    auto holder = open_with(db, durability::strict);
+    auto waiter = open_with(db, durability::strict);
+    auto held = holder.try_acquire("dur/queue");
+    REQUIRE(held);
+    const auto grant_writes = probe.writes();
+    CHECK(probe.writes_with(probe.strict()) == grant_writes);
+    // The waiter takes a ticket, is heartbeated while it waits (the lease is
+    // short so the watchdog beats it), and leaves the queue at its timeout.
+    CHECK_THROWS_AS((void)waiter.acquire("dur/queue", 1500ms, {.lease = 1s, .fair = true}), sqlock::timeout_error);
+    CHECK(probe.writes_to("waiters") >= 2);  // the ticket and its leaving
+    CHECK(probe.writes_with(probe.relaxed(), "waiters") == probe.writes_to("waiters"));
+    CHECK(probe.writes() - grant_writes == probe.writes_to("waiters"));
+    // A grant from the queue waits for the disk; its leaving the queue is
+    // part of the grant's own commit.
+    const auto queue_writes = probe.writes_to("waiters");
+    auto next = std::thread([&] {
+        auto l = waiter.acquire("dur/queue", 10s, {.fair = true});
+        l.release();
+    });
+    while (probe.writes_to("waiters") == queue_writes) std::this_thread::sleep_for(5ms);  // queued again
+    const auto strict_before = probe.writes_with(probe.strict());
+    held->release();
+    next.join();
+    CHECK(probe.writes_with(probe.strict(), "locks") >= 2);
+    CHECK(probe.writes_with(probe.strict(), "fences") >= 2);
+    CHECK(probe.writes_with(probe.strict()) > strict_before);
 }
 
 TEST_CASE_TEMPLATE("a strict PostgreSQL client keeps the synchronous_commit its URL asks for", Db, test::postgres_db) {

@@ -65,11 +65,17 @@ enum class durability {
     // that one transaction) and SQLite (synchronous = NORMAL for that one
     // commit, in WAL mode): it saves one of the two flushes of every lock +
     // unlock. A release lost in a crash leaves the key held until its lease
-    // runs out, as a crashed holder would. It never lets two parties in and
+    // runs out, as a crashed holder would: on PostgreSQL, a release in the
+    // last 3 x wal_writer_delay (600 ms by default) before a server crash; on
+    // SQLite, one before an OS crash or power loss. It never lets two parties in and
     // never lets a token be issued twice: a grant that saw the release
     // commits after it in the log and waits for its own flush, which covers
-    // the release too. MySQL/MariaDB have no per-transaction setting: their
-    // releases wait like every other commit.
+    // the release too. The wait queue's writes (a waiter taking its ticket,
+    // its heartbeat, its leaving) do not wait either: a queue row orders
+    // waiters and plays no part in exclusion or tokens, and one lost in a
+    // crash costs its waiter its place (it queues again at the back).
+    // MySQL/MariaDB have no per-transaction setting: their releases and queue
+    // writes wait like every other commit.
     strict,
     // Commits are reported before they reach the disk, on the backends that
     // can do that per connection, for fewer disk flushes per grant, release

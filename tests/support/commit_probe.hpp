@@ -3,8 +3,8 @@
 // (PostgreSQL's synchronous_commit, SQLite's PRAGMA synchronous) belongs to a
 // connection and cannot be read from another one, and the library has no hook
 // that lends out its connections. A trigger can: it runs in the writing
-// session, so triggers on <prefix>locks, <prefix>fences and <prefix>job_runs
-// copy the writer's setting and the table's short name into <prefix>seen, one
+// session, so triggers on <prefix>locks, <prefix>fences, <prefix>job_runs and
+// <prefix>waiters copy the writer's setting and the table's short name into <prefix>seen, one
 // row per written row.
 
 #include "support/backends.hpp"
@@ -25,13 +25,13 @@ public:
                               "CREATE FUNCTION " + db.table("see") + "() RETURNS trigger LANGUAGE plpgsql AS $$"
                               " BEGIN INSERT INTO " + seen + " VALUES (current_setting('synchronous_commit'),"
                               " TG_ARGV[0]); RETURN NULL; END $$;";
-            for (const char* t : {"locks", "fences", "job_runs"})
+            for (const char* t : {"locks", "fences", "job_runs", "waiters"})
                 sql += "CREATE TRIGGER " + db.table(std::string("see_") + t) + " AFTER INSERT OR UPDATE OR DELETE ON " +
                        db.table(t) + " FOR EACH ROW EXECUTE FUNCTION " + db.table("see") + "('" + t + "');";
             db.raw()->exec(sql);
         } else if (db.name() == "sqlite") {
             std::string sql = "CREATE TABLE " + seen + " (setting TEXT NOT NULL, tbl TEXT NOT NULL);";
-            for (const char* t : {"locks", "fences", "job_runs"})
+            for (const char* t : {"locks", "fences", "job_runs", "waiters"})
                 for (const char* event : {"INSERT", "UPDATE", "DELETE"})
                     sql += "CREATE TRIGGER " + db.table(std::string("see_") + t + "_" + event) + " AFTER " + event +
                            " ON " + db.table(t) + " BEGIN INSERT INTO " + seen +
@@ -50,7 +50,8 @@ public:
 
     // Rows written so far, by every connection.
     std::int64_t writes() const { return db_.raw()->scalar("SELECT count(*) FROM " + db_.table("seen")); }
-    // Rows written so far to one table ("locks", "fences", "job_runs").
+    // Rows written so far to one table ("locks", "fences", "job_runs",
+    // "waiters").
     std::int64_t writes_to(const std::string& table) const {
         return db_.raw()->scalar("SELECT count(*) FROM " + db_.table("seen") + " WHERE tbl = '" + table + "'");
     }

@@ -105,25 +105,35 @@ std::size_t sqlite_session::sweep_waiters(std::size_t limit) {
     return update("sweep_waiters", static_cast<std::int64_t>(limit));
 }
 
+// The queue's writes do not wait for the disk (unflushed()): a queue row
+// orders waiters and plays no part in exclusion or tokens. One lost with the
+// machine costs its waiter its place: the heartbeat finds it gone and the
+// waiter queues again at the back.
 std::int64_t sqlite_session::enqueue(const waiter_request& w) {
-    auto q = prepare(w.kind == 'X' ? "enqueue" : "holder_enqueue");
-    q.bind(1, w.key).bind(2, w.owner).bind(3, std::int64_t{w.fair}).bind(4, std::int64_t{w.priority});
-    q.bind(5, w.lease_ms).bind(6, w.listener).bind(7, w.holder);
-    if (w.kind != 'X') q.bind(8, std::string_view(&w.kind, 1));
-    if (!q.step()) throw db_error(dialect_name, "", "enqueue returned no ticket");
-    const std::int64_t ticket = q.integer(0);
-    q.run();
-    return ticket;
+    return unflushed([&] {
+        auto q = prepare(w.kind == 'X' ? "enqueue" : "holder_enqueue");
+        q.bind(1, w.key).bind(2, w.owner).bind(3, std::int64_t{w.fair}).bind(4, std::int64_t{w.priority});
+        q.bind(5, w.lease_ms).bind(6, w.listener).bind(7, w.holder);
+        if (w.kind != 'X') q.bind(8, std::string_view(&w.kind, 1));
+        if (!q.step()) throw db_error(dialect_name, "", "enqueue returned no ticket");
+        const std::int64_t ticket = q.integer(0);
+        q.run();
+        return ticket;
+    });
 }
 
-void sqlite_session::dequeue(std::int64_t ticket) { update("dequeue", ticket); }
+void sqlite_session::dequeue(std::int64_t ticket) {
+    unflushed([&] { return update("dequeue", ticket); });
+}
 
 std::vector<bool> sqlite_session::beat_waiters(const std::vector<heartbeat>& batch) {
-    auto q = prepare("beat_waiters");
-    q.bind(1, std::string_view(heartbeats_json(batch)));
-    std::set<std::int64_t> live;
-    while (q.step()) live.insert(q.integer(0));
-    return present_in(batch, live, [](const heartbeat& h) { return h.ticket; });
+    return unflushed([&] {
+        auto q = prepare("beat_waiters");
+        q.bind(1, std::string_view(heartbeats_json(batch)));
+        std::set<std::int64_t> live;
+        while (q.step()) live.insert(q.integer(0));
+        return present_in(batch, live, [](const heartbeat& h) { return h.ticket; });
+    });
 }
 
 }  // namespace sqlock::detail::sqlite

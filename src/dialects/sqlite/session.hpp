@@ -167,7 +167,7 @@ private:
     }
 
     // Runs body with this connection's commits not waiting for the disk: a
-    // release's. In WAL mode, synchronous = NORMAL skips the fsync at commit,
+    // release's, and the wait queue's. In WAL mode, synchronous = NORMAL skips the fsync at commit,
     // and the next commit that syncs the log file (any connection's, in any
     // process) covers this one too, so no grant that saw the release is
     // durable without it; a release lost with the machine leaves the key
@@ -176,7 +176,9 @@ private:
     // counted.
     template <class F>
     auto unflushed(F&& body) {
-        if (commit_sync_ <= 1) return body();  // already NORMAL or OFF
+        // Already NORMAL or OFF; or inside a transaction, whose commit is
+        // not this body's (and SQLite refuses the PRAGMA there).
+        if (commit_sync_ <= 1 || !sqlite3_get_autocommit(db_)) return body();
         set_synchronous(1);
         try {
             auto out = body();
