@@ -50,7 +50,7 @@ std::optional<std::int64_t> sqlite_session::grant_permit(const holder_request& r
 bool sqlite_session::release_holder(char kind, std::string_view key, std::string_view owner) {
     bool live = false;
     std::string wake;  // the head waiter's channel, when this release lets it in
-    unflushed([&] { return write_transaction([&] {
+    const auto release = [&] {
         if (kind == 'S') {
             live = first_integer("shared_release", key, owner).value_or(0) != 0;
             auto lower = prepare("shared_lower");
@@ -70,7 +70,8 @@ bool sqlite_session::release_holder(char kind, std::string_view key, std::string
             }
         }
         return true;
-    }); });
+    };
+    unflushed([&] { return write_transaction(release); });
     if (!wake.empty()) ring_sqlite_doorbell(wake);  // committed: the waiter finds the key free
     return live;
 }

@@ -167,13 +167,13 @@ private:
     }
 
     // Runs body with this connection's commits not waiting for the disk: a
-    // release's, and the wait queue's. In WAL mode, synchronous = NORMAL skips the fsync at commit,
-    // and the next commit that syncs the log file (any connection's, in any
-    // process) covers this one too, so no grant that saw the release is
-    // durable without it; a release lost with the machine leaves the key
-    // held until its lease runs out, as a crashed holder would. The PRAGMA is
-    // a connection setting, not a statement against the tables: it is not
-    // counted.
+    // release's, and the wait queue's. In WAL mode, synchronous = NORMAL
+    // skips the fsync at commit, and the next commit that syncs the log file
+    // (any connection's, in any process) covers this one too, so no grant
+    // that saw the release is durable without it; a release lost with the
+    // machine leaves the key held until its lease runs out, as a crashed
+    // holder would. The PRAGMA is a connection setting, not a statement
+    // against the tables: it is not counted.
     template <class F>
     auto unflushed(F&& body) {
         // Already NORMAL or OFF; or inside a transaction, whose commit is
@@ -208,7 +208,7 @@ private:
     sqlite3* db_ = nullptr;
     std::map<std::string, sqlite3_stmt*> cache_;
     bool in_write_tx_ = false;  // this session holds the process's write turn
-    int commit_sync_ = 2;       // PRAGMA synchronous for every commit but a release's
+    int commit_sync_ = 2;       // PRAGMA synchronous for every commit but unflushed() ones
 };
 
 }  // namespace sqlock::detail::sqlite
