@@ -159,6 +159,9 @@ std::int64_t sqlite_session::now_ms() {
     return q.integer(0);
 }
 
+// Not a cached prepared statement: SQLite applies PRAGMA synchronous = N
+// while it compiles the statement, so stepping a prepared one again does
+// nothing.
 void sqlite_session::set_synchronous(int level) {
     const std::string sql = "PRAGMA synchronous = " + std::to_string(level);
     if (int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, nullptr); rc != SQLITE_OK) fail(db_, rc, sql);
