@@ -167,6 +167,18 @@ bool my_session::doze(const std::string& channel, std::chrono::milliseconds time
     }
 }
 
+void my_session::hold_doorbell(const std::string& channel) {
+    try {
+        // 1; 0 only if another connection held the name (a random one of this
+        // client), and then releases cannot find this listener: its waiters
+        // poll, as without a doorbell.
+        scalar("doorbell_hold", channel);
+    } catch (const sql::SQLException& e) {
+        throw connection_error(std::string("MySQL wake-up listener failed: ") + e.what() + " (error " +
+                               std::to_string(e.getErrorCode()) + ")");
+    }
+}
+
 bool my_session::lock_migration() {
     if (!galera_) return scalar("migrate_lock").value_or(0) == 1;
     if (migrator_.empty()) migrator_ = random_owner();
@@ -235,7 +247,9 @@ int my_session::read_version() {
 
 class my_notifier final : public notifier {
 public:
-    my_notifier(const my_setup& setup, std::string channel) : session_(setup), channel_(std::move(channel)) {}
+    my_notifier(const my_setup& setup, std::string channel) : session_(setup), channel_(std::move(channel)) {
+        session_.hold_doorbell(channel_);
+    }
     bool wait(std::chrono::milliseconds timeout) override { return session_.doze(channel_, timeout); }
 
 private:

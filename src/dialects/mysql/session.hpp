@@ -87,6 +87,9 @@ public:
     // interrupted. Not counted as a statement of any operation: it runs on the
     // listener's own connection, in the background.
     bool doze(const std::string& channel, std::chrono::milliseconds timeout);
+    // Takes the named lock `channel` for the life of this connection: how a
+    // release finds the listener to interrupt.
+    void hold_doorbell(const std::string& channel);
 
 private:
     class my_ledger;
