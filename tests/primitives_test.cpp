@@ -170,6 +170,23 @@ TEST_CASE_TEMPLATE("a shared lease is renewed, and its loss is reported before a
     CHECK(lost_calls == 1);
 }
 
+TEST_CASE_TEMPLATE("force_release ends a group of readers: their renewals fail and a writer gets the key", Db,
+                   ALL_BACKENDS) {
+    Db db;
+    auto a = db.open();
+    auto b = db.open();
+    auto breaker = db.open();
+    auto reader = a.try_acquire_shared("rw/forced", {.lease = 600ms});
+    REQUIRE(reader);
+    CHECK(breaker.force_release("rw/forced", "test") > reader->token());
+    // The reader's renewal (every 200 ms) must now fail. It used to renew the
+    // reader's own row, still live, and raise the key's row with it: the
+    // group lived on, renewed, and no writer got the key.
+    CHECK(test::eventually([&] { return reader->lost(); }, 3s));
+    std::this_thread::sleep_for(700ms);  // more than a lease: a renewal that revived the group shows by now
+    CHECK(b.try_acquire("rw/forced"));
+}
+
 TEST_CASE_TEMPLATE("a fenced write under a shared lease is refused once a writer was granted", Db, SERVER_BACKENDS) {
     Db db;
     auto a = db.open();

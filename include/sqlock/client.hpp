@@ -223,7 +223,8 @@ public:
     std::vector<waiter_info> waiters(std::string_view prefix = {}, std::size_t limit = 1000);
     // Break-glass release for an operator, whoever holds the key: bumps the
     // key's fencing token at once, so the holder's fences fail from now on,
-    // and ends its lease, so the key can be granted again. A lease holder
+    // and ends its lease (every reader's, for a key held shared), so the key
+    // can be granted again. A lease holder
     // learns of it at its next renewal; a select_for_update holder at its next
     // ping (within a second), when it also gives up its row lock. Logged as a
     // warning naming `by` (who did it) and the previous holder. Returns the

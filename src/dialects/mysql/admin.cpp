@@ -68,7 +68,10 @@ std::optional<std::int64_t> my_session::force_release(std::string_view key) {
         auto& ps = prepared("force_live");
         bind_all(ps, key);
         for_rows(ps, [&](sql::ResultSet&) { live = true; });
-        if (live) update("force_expire", key);
+        if (live) {
+            update("force_expire", key);
+            update("force_expire_readers", key);
+        }
         if (update("force_bump", key) == 0) {
             rollback();
             return std::nullopt;

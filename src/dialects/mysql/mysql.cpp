@@ -150,9 +150,11 @@ void my_session::migrate() {
 bool my_session::doze(const std::string& channel, std::chrono::milliseconds timeout) {
     char seconds[32];
     std::snprintf(seconds, sizeof seconds, "%.3f", static_cast<double>(timeout.count()) / 1000.0);
-    // The release procedure matches this text: keep the two in step. The
-    // channel is the client's own (prefix and hex), checked here anyway
-    // because it is written into the statement.
+    // A release finds this connection by the named lock it holds
+    // (hold_doorbell); the channel in the text is for people reading the
+    // process list (and for schema versions 5 to 9, which matched it). It is
+    // the client's own (prefix and hex), checked here anyway because it is
+    // written into the statement.
     for (char c : channel)
         if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'))
             throw config_error("wake-up channel '" + channel + "' is not [a-z0-9_]*");

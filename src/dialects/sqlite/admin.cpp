@@ -71,9 +71,11 @@ std::optional<std::int64_t> sqlite_session::force_release(std::string_view key) 
             }
         }
         if (token) {
-            auto q = prepare("force_expire");
-            q.bind(1, key);
-            q.run();
+            for (const char* step : {"force_expire", "force_expire_readers"}) {
+                auto q = prepare(step);
+                q.bind(1, key);
+                q.run();
+            }
         }
         return true;
     });
