@@ -224,11 +224,11 @@ public:
     // Break-glass release for an operator, whoever holds the key: bumps the
     // key's fencing token at once, so the holder's fences fail from now on,
     // and ends its lease (every reader's, for a key held shared), so the key
-    // can be granted again. A lease holder
-    // learns of it at its next renewal; a select_for_update holder at its next
-    // ping (within a second), when it also gives up its row lock. Logged as a
-    // warning naming `by` (who did it) and the previous holder. Returns the
-    // new token, or 0 when the key was never granted (nothing to release).
+    // can be granted again. A lease holder learns of it at its next renewal;
+    // a select_for_update holder at its next ping (within a second), when it
+    // also gives up its row lock. Logged as a warning naming `by` (who did
+    // it) and the previous holder. Returns the new token, or 0 when the key
+    // was never granted (nothing to release).
     std::int64_t force_release(std::string_view key, std::string_view by);
     // Counts over the whole database (keys held by mode, waiters, unswept
     // rows, ledger rows by status) and the `queue_limit` longest queues (0:
