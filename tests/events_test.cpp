@@ -546,6 +546,47 @@ TEST_CASE_TEMPLATE("a slow listener delays neither on_lost, the stop token nor r
     CHECK(rec.count("events/kept", event_kind::renewed) >= 3);  // told late, but told
 }
 
+// The client_impl can outlive the application's last handle for a moment:
+// here an on_lost callback still running holds it (so would a watchdog tick
+// in flight). The listener must fall silent all the same when the last
+// handle goes, since it may capture the application's objects by reference.
+TEST_CASE_TEMPLATE("no listener call follows the destruction of the last client handle and lease", Db, ALL_BACKENDS) {
+    Db db;
+    std::atomic<bool> destroying{false}, gone{false}, on_lost_in{false}, on_lost_go{false}, on_lost_out{false};
+    std::atomic<int> late{0}, told{0};
+    auto sentinel = std::make_shared<int>(0);  // lives as long as the listener does
+    const std::weak_ptr<int> listener_alive = sentinel;
+    {
+        auto c = open_with(db, [&, sentinel](const sqlock::lock_event&) {
+            if (gone) ++late;
+            // Every event waits for the destruction to begin, then long enough
+            // for a destructor that does not wait for it to return.
+            test::eventually([&] { return destroying.load(); }, 60s);
+            std::this_thread::sleep_for(100ms);
+            ++told;
+        });
+        sentinel.reset();
+        auto l = c.try_acquire("events/outlived", {.lease = 300ms,
+                                                  .auto_renew = false,
+                                                  .on_lost = [&](const std::string&, std::int64_t) {
+                                                      on_lost_in = true;
+                                                      test::eventually([&] { return on_lost_go.load(); }, 60s);
+                                                      on_lost_out = true;
+                                                  }});
+        REQUIRE(l);
+        REQUIRE(test::eventually([&] { return on_lost_in.load(); }));  // `lost` is queued behind `acquired`
+        destroying = true;
+    }  // the lease, then the client: the on_lost closure still holds the client_impl
+    gone = true;
+    REQUIRE(test::eventually([&] { return told.load() >= 1; }));
+    // A listener still running would now be told `lost`, which is queued.
+    CHECK_FALSE(test::eventually([&] { return late.load() > 0; }, 500ms));
+    on_lost_go = true;
+    REQUIRE(test::eventually([&] { return on_lost_out.load(); }));
+    REQUIRE(test::eventually([&] { return listener_alive.expired(); }));  // the client_impl is gone too
+    CHECK(late.load() == 0);
+}
+
 TEST_CASE_TEMPLATE("metrics_text is valid exposition text that counts what was done", Db, ALL_BACKENDS) {
     Db db;
     auto c = db.open_quiet();  // no sweeper: nothing sends statements behind the test's back

@@ -19,6 +19,7 @@ struct lease_access;
 // How the library hands a new grant to a lease; not for applications.
 struct grant_ref {
     std::shared_ptr<grant> g;
+    std::shared_ptr<const void> user;  // the application's hold on the client (see client::open)
 };
 }
 
@@ -128,6 +129,7 @@ private:
     friend struct detail::lease_access;
     void release_quietly() noexcept;
     std::shared_ptr<detail::grant> grant_;
+    std::shared_ptr<const void> user_;  // keeps the client's listener open while the lease lives
     bool released_ = false;
 };
 

@@ -198,8 +198,11 @@ struct client_options {
     // loss signal. An exception it throws is logged and the event dropped.
     // Events pile up behind a listener that blocks: past 65,536 waiting,
     // new ones are dropped and counted (sqlock_events_dropped_total in
-    // client::metrics_text()). Events not yet told when the client is
-    // destroyed are dropped. Do not capture a copy of the client in it (the
+    // client::metrics_text()). Once the application's last copy of the
+    // client and last lease of it are destroyed, the listener is not called
+    // again: that destructor waits for a call in progress, and events not yet
+    // told are dropped (so the listener may capture objects that outlive the
+    // client by reference). Do not capture a copy of the client in it (the
     // client keeps its options, so it would never be destroyed). Empty (the
     // default): no event is made and no thread started.
     std::function<void(const lock_event& event)> on_event;

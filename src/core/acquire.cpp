@@ -379,7 +379,7 @@ client_impl::granted_set client_impl::acquire_set(const std::vector<std::string>
     return granted;
 }
 
-lease_set_ref client_impl::hand_out(std::vector<std::string> keys, granted_set set) {
+lease_set_ref client_impl::hand_out(std::vector<std::string> keys, granted_set set, std::shared_ptr<const void> user) {
     auto out = std::make_shared<lease_set>();
     out->keys = std::move(keys);
     out->signals = std::move(set.signals);
@@ -388,7 +388,7 @@ lease_set_ref client_impl::hand_out(std::vector<std::string> keys, granted_set s
     for (auto& g : set.grants) {
         out->watches.push_back(std::make_unique<std::stop_callback<std::function<void()>>>(
             g->stop.get_token(), std::function<void()>([s = out->stop] () mutable { s.request_stop(); })));
-        out->leases.emplace_back(grant_ref{g});
+        out->leases.emplace_back(grant_ref{g, user});
     }
     out->signals->arm();
     // A key lost before the set was armed told nobody: tell it now, once.

@@ -126,6 +126,10 @@ client_impl::~client_impl() {
     events_.reset();
 }
 
+void client_impl::close_events() {
+    if (events_) events_->close();
+}
+
 const sql_library& client_impl::sql() const { return dialect_->sql(); }
 
 std::uint64_t client_impl::watchdog_ticks() const { return watchdog_ ? watchdog_->ticks() : 0; }
@@ -215,11 +219,32 @@ int client_impl::schema_version() {
 
 client::client(std::shared_ptr<detail::client_impl> impl) : impl_(std::move(impl)) {}
 
+namespace {
+
+// The application's hold on a client. Every copy of the client and every
+// lease shares it; background threads hold the client_impl itself. So when
+// the application's last handle goes, this closes the listener on the
+// application's thread, even if the watchdog, the deadline timer or an
+// on_lost callback still holds the client_impl and destroys it later
+// elsewhere: a listener capturing the application's objects by reference is
+// never called after the last handle's destructor returned.
+struct user_hold {
+    explicit user_hold(std::shared_ptr<detail::client_impl> i) : impl(std::move(i)) {}
+    user_hold(const user_hold&) = delete;
+    user_hold& operator=(const user_hold&) = delete;
+    ~user_hold() { impl->close_events(); }
+    const std::shared_ptr<detail::client_impl> impl;
+};
+
+}  // namespace
+
 client client::open(std::string_view url, client_options options) {
     detail::validate_client_options(options);
     auto impl = std::make_shared<detail::client_impl>(detail::parse_url(url), std::move(options));
     impl->start();
-    return client(std::move(impl));
+    auto hold = std::make_shared<user_hold>(std::move(impl));
+    // Aliasing: points at the client_impl, counts the hold.
+    return client(std::shared_ptr<detail::client_impl>(hold, hold->impl.get()));
 }
 
 void client::migrate() { impl_->migrate(); }
@@ -232,33 +257,33 @@ int client::required_schema_version() const { return impl_->sql().latest_version
 std::optional<lease> client::try_acquire(std::string_view key, const lock_options& options) {
     auto g = impl_->try_acquire(key, options);
     if (!g) return std::nullopt;
-    return std::optional<lease>(std::in_place, detail::grant_ref{std::move(g)});
+    return std::optional<lease>(std::in_place, detail::grant_ref{std::move(g), impl_});
 }
 
 lease client::acquire(std::string_view key, std::chrono::milliseconds timeout, const lock_options& options) {
-    return lease(detail::grant_ref{impl_->acquire(key, timeout, options)});
+    return lease(detail::grant_ref{impl_->acquire(key, timeout, options), impl_});
 }
 
 std::optional<lease> client::try_acquire_shared(std::string_view key, const lock_options& options) {
     auto g = impl_->try_acquire(key, options, {'S', 0});
     if (!g) return std::nullopt;
-    return std::optional<lease>(std::in_place, detail::grant_ref{std::move(g)});
+    return std::optional<lease>(std::in_place, detail::grant_ref{std::move(g), impl_});
 }
 
 lease client::acquire_shared(std::string_view key, std::chrono::milliseconds timeout, const lock_options& options) {
-    return lease(detail::grant_ref{impl_->acquire(key, timeout, options, {'S', 0})});
+    return lease(detail::grant_ref{impl_->acquire(key, timeout, options, {'S', 0}), impl_});
 }
 
 std::optional<lease> client::try_acquire_permit(std::string_view name, std::int64_t permits,
                                                 const lock_options& options) {
     auto g = impl_->try_acquire(name, options, {'P', permits});
     if (!g) return std::nullopt;
-    return std::optional<lease>(std::in_place, detail::grant_ref{std::move(g)});
+    return std::optional<lease>(std::in_place, detail::grant_ref{std::move(g), impl_});
 }
 
 lease client::acquire_permit(std::string_view name, std::int64_t permits, std::chrono::milliseconds timeout,
                              const lock_options& options) {
-    return lease(detail::grant_ref{impl_->acquire(name, timeout, options, {'P', permits})});
+    return lease(detail::grant_ref{impl_->acquire(name, timeout, options, {'P', permits}), impl_});
 }
 
 void client::set_permits(std::string_view name, std::int64_t permits) { impl_->set_permits(name, permits); }

@@ -66,6 +66,10 @@ public:
     // Connects once (a wrong URL or an unreachable server fails here) and
     // starts the background threads. Called once, after make_shared.
     void start();
+    // The application let go of the client: its last copy and last lease are
+    // gone. Ends the listener's calls now, on the caller's thread, although
+    // a background thread may still hold this object for a moment.
+    void close_events();
 
     const client_options& options() const { return ctx_.options; }
     spdlog::logger& log() const { return *log_; }
@@ -111,7 +115,7 @@ public:
     // A granted set made a multi_lease's state: its leases, the watches that
     // make any key's stop the set's, and its signals armed (a key lost
     // already is told at once, on the callback thread).
-    lease_set_ref hand_out(std::vector<std::string> keys, granted_set set);
+    lease_set_ref hand_out(std::vector<std::string> keys, granted_set set, std::shared_ptr<const void> user);
     // Throws config_error for a shared or permit request the library cannot
     // serve (bad permits, select_for_update), before any SQL.
     void check_hold(const hold_request& what, const lock_options& options) const;

@@ -8,12 +8,13 @@
 
 namespace sqlock {
 
-lease::lease(detail::grant_ref g) noexcept : grant_(std::move(g.g)) {}
+lease::lease(detail::grant_ref g) noexcept : grant_(std::move(g.g)), user_(std::move(g.user)) {}
 
 // The library never moves a lease (client.cpp builds each one in place), so
 // a move is the application's: the lease may now live on another thread, and
 // no thread may reenter its grant any more.
-lease::lease(lease&& other) noexcept : grant_(std::move(other.grant_)), released_(other.released_) {
+lease::lease(lease&& other) noexcept
+    : grant_(std::move(other.grant_)), user_(std::move(other.user_)), released_(other.released_) {
     other.released_ = true;
     if (grant_) grant_->client->end_reentry(*grant_);
 }
@@ -22,6 +23,7 @@ lease& lease::operator=(lease&& other) noexcept {
     if (this != &other) {
         release_quietly();
         grant_ = std::move(other.grant_);
+        user_ = std::move(other.user_);
         released_ = other.released_;
         other.released_ = true;
         if (grant_) grant_->client->end_reentry(*grant_);

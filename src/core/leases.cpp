@@ -102,7 +102,13 @@ event_sink::event_sink(std::function<void(const lock_event&)> listener, std::sha
       log_(std::move(log)),
       dropped_(dropped) {}
 
+void event_sink::close() {
+    closed_ = true;
+    queue_.stop();
+}
+
 void event_sink::post(lock_event e) noexcept {
+    if (closed_) return;
     try {
         e.time = std::chrono::system_clock::now();
         auto tell = [listener = listener_, log = log_, e = std::move(e)] {

@@ -73,7 +73,7 @@ std::optional<multi_lease> client::try_acquire_all(const std::vector<std::string
     detail::check_set_options(options);
     auto set = impl_->try_acquire_set(sorted, options);
     if (set.grants.empty()) return std::nullopt;
-    return std::optional<multi_lease>(std::in_place, impl_->hand_out(std::move(sorted), std::move(set)));
+    return std::optional<multi_lease>(std::in_place, impl_->hand_out(std::move(sorted), std::move(set), impl_));
 }
 
 multi_lease client::acquire_all(const std::vector<std::string>& keys, std::chrono::milliseconds timeout,
@@ -81,7 +81,7 @@ multi_lease client::acquire_all(const std::vector<std::string>& keys, std::chron
     auto sorted = detail::canonical_keys(keys);
     detail::check_set_options(options);
     auto set = impl_->acquire_set(sorted, timeout, options);
-    return multi_lease(impl_->hand_out(std::move(sorted), std::move(set)));
+    return multi_lease(impl_->hand_out(std::move(sorted), std::move(set), impl_));
 }
 
 // --- multi_lease ----------------------------------------------------------------------

@@ -113,12 +113,17 @@ public:
                std::atomic<std::uint64_t>& dropped);
     // Queues e (its `time` is set here). Never throws for the listener's sake.
     void post(lock_event e) noexcept;
+    // No listener call after this returns (unless called from the listener
+    // itself, whose call then ends the thread): events posted later, or not
+    // yet told, are dropped.
+    void close();
 
 private:
     std::shared_ptr<const std::function<void(const lock_event&)>> listener_;
     std::shared_ptr<spdlog::logger> log_;
     std::atomic<std::uint64_t>& dropped_;
     std::atomic<bool> dropping_{false};  // logged the first drop of a run of them
+    std::atomic<bool> closed_{false};
     callback_queue queue_;
 };
 

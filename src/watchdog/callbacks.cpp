@@ -34,7 +34,9 @@ callback_queue::callback_queue() : state_(std::make_shared<state>()) {
     thread_ = std::thread([s = state_] { s->main(); });
 }
 
-callback_queue::~callback_queue() { stop_thread(state_->mu, state_->stopping, state_->cv, thread_); }
+callback_queue::~callback_queue() { stop(); }
+
+void callback_queue::stop() { stop_thread(state_->mu, state_->stopping, state_->cv, thread_); }
 
 void callback_queue::post(std::function<void()> fn) {
     {

@@ -20,6 +20,9 @@ public:
     // Joins the thread, or detaches it when a callback dropped the last
     // reference to the client (so destruction runs on the thread itself).
     ~callback_queue();
+    // What the destructor does, earlier: after it returns (on another
+    // thread), no posted callback runs any more.
+    void stop();
     callback_queue(const callback_queue&) = delete;
     callback_queue& operator=(const callback_queue&) = delete;
 
