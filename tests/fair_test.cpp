@@ -193,7 +193,10 @@ TEST_CASE_TEMPLATE("a thousand fair cycles with churn finish without a stall", D
             while (granted.load() < 1000) {
                 try {
                     // Some waits are too short to succeed: those waiters time out and leave.
-                    const auto patience = std::chrono::milliseconds(rng() % 4 == 0 ? 5 : 5000);
+                    // 2 ms, not 5: a handoff takes well under a millisecond now,
+                    // so a 5 ms waiter behind four others could get the key
+                    // every time (a CI run had no timeout in 1,000 cycles).
+                    const auto patience = std::chrono::milliseconds(rng() % 4 == 0 ? 2 : 5000);
                     auto l = c.acquire("churn", patience,
                                        {.lease = 2s, .reentrant = false, .fair = true,
                                         .priority = static_cast<int>(rng() % 2)});
