@@ -89,6 +89,27 @@ TEST_CASE_TEMPLATE("the renewal interval is configurable", Db, ALL_BACKENDS) {
     CHECK(c.stats().renewals >= 4);
 }
 
+TEST_CASE_TEMPLATE("no on_renewed call is under way or to come once release returns", Db, ALL_BACKENDS) {
+    Db db;
+    auto c = db.open();
+    std::atomic<bool> inside{false};
+    std::atomic<int> finished{0};
+    auto l = c.try_acquire("k", {.lease = 10s,
+                                 .renew_interval = 50ms,
+                                 .on_renewed = [&](const std::string&, std::int64_t) {
+                                     inside = true;
+                                     std::this_thread::sleep_for(100ms);  // renewals queue up meanwhile
+                                     inside = false;
+                                     ++finished;
+                                 }});
+    REQUIRE(l);
+    REQUIRE(test::eventually([&] { return inside.load(); }));
+    l->release();  // while a call is under way and more are queued
+    CHECK_FALSE(inside.load());
+    const int after = finished.load();
+    CHECK_FALSE(test::eventually([&] { return finished.load() != after || inside.load(); }, 300ms));
+}
+
 TEST_CASE_TEMPLATE("max_hold stops renewal and the lease then runs out", Db, ALL_BACKENDS) {
     Db db;
     auto holder = db.open();

@@ -137,9 +137,13 @@ struct lock_options {
     // Called exactly once when the lease is lost, on the client's callback
     // thread (one per client: callbacks run one at a time, in order, and a
     // slow one delays other callbacks but never a renewal), outside every
-    // sqlock mutex; an exception it throws is caught and logged.
+    // sqlock mutex; an exception it throws is caught and logged. It is told
+    // whenever the loss is found, even after the lease (and the client) was
+    // destroyed or after release() found the lease already gone: capture what
+    // it uses by value or shared_ptr, not by reference to a scope that ends.
     std::function<void(const std::string& key, std::int64_t token)> on_lost;
-    // Called on the callback thread after each successful renewal.
+    // Called on the callback thread after each successful renewal; never once
+    // release() has returned (a release waits for a call under way).
     std::function<void(const std::string& key, std::int64_t token)> on_renewed;
     // Fair mode: a blocking acquire() queues as a waiter and the key goes to
     // the live waiter with the highest priority, then the earliest arrival.
@@ -172,7 +176,11 @@ struct client_options {
     // select_for_update holder before the attempt counts as contention.
     // MySQL/MariaDB round this up to whole seconds.
     std::chrono::milliseconds row_lock_timeout{std::chrono::milliseconds(200)};
-    // Where sqlock logs. Null means the logger named "sqlock" (created if absent).
+    // Where sqlock logs. Null means the logger named "sqlock" (created if
+    // absent). The background threads may still log for a moment after the
+    // client's last handle is gone (a renewal round under way finishing):
+    // keep the logger's sinks alive until then (spdlog's own sinks are
+    // shared_ptrs, which sqlock holds).
     std::shared_ptr<spdlog::logger> logger;
     // Leases renewed by one watchdog statement (PostgreSQL, SQLite: a JSON
     // array of keys; MySQL: a multi-row join of placeholders).
@@ -202,9 +210,10 @@ struct client_options {
     // client and last lease of it are destroyed, the listener is not called
     // again: that destructor waits for a call in progress, and events not yet
     // told are dropped (so the listener may capture objects that outlive the
-    // client by reference). Do not capture a copy of the client in it (the
-    // client keeps its options, so it would never be destroyed). Empty (the
-    // default): no event is made and no thread started.
+    // client by reference). Do not capture a copy of the client, or a lease,
+    // mutex or job_runner of it (the client keeps its options, so it would
+    // never be destroyed). Empty (the default): no event is made and no
+    // thread started.
     std::function<void(const lock_event& event)> on_event;
 };
 

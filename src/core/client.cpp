@@ -232,7 +232,13 @@ struct user_hold {
     explicit user_hold(std::shared_ptr<detail::client_impl> i) : impl(std::move(i)) {}
     user_hold(const user_hold&) = delete;
     user_hold& operator=(const user_hold&) = delete;
-    ~user_hold() { impl->close_events(); }
+    ~user_hold() {
+        try {
+            impl->close_events();
+        } catch (...) {
+            // A failed join (std::system_error): the thread ends by itself.
+        }
+    }
     const std::shared_ptr<detail::client_impl> impl;
 };
 

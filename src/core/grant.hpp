@@ -44,6 +44,9 @@ struct grant : lease_timing, std::enable_shared_from_this<grant> {
     std::atomic<bool> reentry_open{true};  // cleared when a lease of it is moved
 
     std::mutex mu;  // guards depth and events_closed; never held across a database round trip
+    // Held while on_renewed runs, so that a release waits out a call under
+    // way: no on_renewed call is in progress or to come once release() returns.
+    std::mutex renewed_mu;
     int depth = 1;  // leases sharing this grant
     // Telemetry (core/telemetry.hpp). granted_ns: when the grant was
     // confirmed (lease_clock ns), for hold times; hold_ended: the hold was

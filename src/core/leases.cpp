@@ -44,10 +44,17 @@ void client_impl::signal_lost(grant& g, loss_cause cause) {
 }
 
 // Runs `which` of the grant's callbacks on the callback thread. The closure
-// holds the grant, so the callback runs even if the lease is dropped first.
+// holds the grant, so on_lost runs even if the lease is dropped first (it is
+// told exactly once, whenever the loss is found); on_renewed never runs once
+// the lease was released (release() waits out a call under way).
 void client_impl::post(grant& g, std::function<void(const std::string&, std::int64_t)> grant::*which,
                        const char* name) {
     callbacks_->post([g = g.shared_from_this(), which, name] {
+        std::unique_lock<std::mutex> renewing;
+        if (which == &grant::on_renewed) {
+            renewing = std::unique_lock(g->renewed_mu);
+            if (g->released.load()) return;
+        }
         try {
             ((*g).*which)(g->key, g->token);
         } catch (const std::exception& e) {
@@ -144,7 +151,7 @@ bool client_impl::confirm_renewal(grant& g, std::int64_t sent, std::int64_t db_n
     if (g.lost.load()) return false;  // lost stays lost, whatever a late answer says
     g.confirmed(sent);
     ++counters_.renewals;
-    if (g.on_renewed) post(g, &grant::on_renewed, "on_renewed");
+    if (g.on_renewed && !g.released.load()) post(g, &grant::on_renewed, "on_renewed");
     if (events_) {
         auto e = event_of(g, event_kind::renewed);
         e.db_time = std::chrono::nanoseconds(db_ns);
@@ -160,6 +167,9 @@ void client_impl::release(grant& g) {
         if (--g.depth > 0) return;
         g.released = true;
     }
+    // An on_renewed call under way ends before release returns (unless it is
+    // that callback releasing its own lease).
+    if (g.on_renewed && !callbacks_->on_thread()) std::lock_guard wait_out(g.renewed_mu);
     if (g.reentrant) reentry_.remove(g);
     const std::int64_t began = lease_now_ns();
     auto told = [&](const char* failure) {
@@ -359,7 +369,7 @@ std::vector<bool> client_impl::heartbeat(const std::vector<ticket_timing*>& batc
 void client_impl::renewed(lease_timing& lease) {
     auto& g = static_cast<grant&>(lease);
     ++counters_.renewals;
-    if (g.on_renewed) post(g, &grant::on_renewed, "on_renewed");
+    if (g.on_renewed && !g.released.load()) post(g, &grant::on_renewed, "on_renewed");
     if (events_) {
         auto e = event_of(g, event_kind::renewed);
         e.db_time = std::chrono::nanoseconds(g.renew_db_ns.load());

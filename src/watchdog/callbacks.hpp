@@ -23,6 +23,8 @@ public:
     // What the destructor does, earlier: after it returns (on another
     // thread), no posted callback runs any more.
     void stop();
+    // Whether the caller runs on the queue's thread (inside a callback).
+    bool on_thread() const { return thread_.get_id() == std::this_thread::get_id(); }
     callback_queue(const callback_queue&) = delete;
     callback_queue& operator=(const callback_queue&) = delete;
 
