@@ -296,6 +296,36 @@ void thread_workload(const options& o, const std::vector<contender>& cs, bool ho
                 }
 }
 
+// A wait this long in a contention run is a stall worth a look.
+constexpr double stall_ms = 1000;
+
+// Writes the grants around a run's longest wait to DIR/data/stall-<key>.tsv:
+// which process got the key before and after, and whether the one that
+// waited longest was at the head of the line all along.
+void write_stall(const options& o, const contention_run& run, const std::string& key) {
+    const grant_record* longest = nullptr;
+    for (const auto& g : run.grants)
+        if (g.granted >= run.from && g.granted < run.to &&
+            (!longest || g.granted - g.asked > longest->granted - longest->asked))
+            longest = &g;
+    std::int64_t from = longest ? longest->asked : run.to, to = longest ? longest->granted : run.to;
+    for (const auto& u : run.unfinished) from = std::min(from, u.asked);
+    std::ostringstream tsv;
+    tsv << "# ms since the run's start; the longest wait: process " << (longest ? longest->process : -1) << "\n"
+        << "process\tasked\tgranted\treleased\ttoken\n";
+    auto ms = [&](std::int64_t t) { return format("%.3f", static_cast<double>(t - run.start) / 1e6); };
+    for (const auto& g : run.grants)
+        if (g.granted >= from - 500'000'000 && g.asked <= to + 500'000'000)
+            tsv << g.process << "\t" << ms(g.asked) << "\t" << ms(g.granted) << "\t" << ms(g.released) << "\t"
+                << g.token << "\n";
+    for (const auto& u : run.unfinished) tsv << u.process << "\t" << ms(u.asked) << "\t-\t-\t-\n";
+    std::string name = key;
+    std::replace(name.begin(), name.end(), '/', '-');
+    const std::string path = o.out + "/data/stall-" + name + ".tsv";
+    write_file(path, tsv.str());
+    progress("a stall: the grants around it are in " + path);
+}
+
 void contention_workload(const options& o, const std::vector<std::pair<contender, bool>>& cs, bool fairness,
                          std::vector<contention_cell>& cells) {
     const int reps = fairness ? 1 : o.reps;
@@ -317,6 +347,7 @@ void contention_workload(const options& o, const std::vector<std::pair<contender
                      ", longest wait " + number_text(s.max_wait_ms) + " ms, inversions " + std::to_string(s.overtakes) +
                      ", overlapping " + std::to_string(s.order_errors));
             if (s.order_errors > 0) failure(cell.label() + ": two holders at once");
+            if (s.max_wait_ms >= stall_ms) write_stall(o, run, key);
             cell.runs.push_back(std::move(s));
         }
 }

@@ -10,17 +10,17 @@
 
 namespace bench {
 
-namespace {
-
-const std::vector<std::string> backends{"postgres", "mysql", "sqlite", "redis", "redis-aof"};
-const std::vector<std::string> databases{"postgres", "mysql", "sqlite"};
-
 void write_file(const std::filesystem::path& path, const std::string& text) {
     std::filesystem::create_directories(path.parent_path());
     std::ofstream out(path);
     out << text;
     if (!out.flush()) failure("cannot write " + path.string());
 }
+
+namespace {
+
+const std::vector<std::string> backends{"postgres", "mysql", "sqlite", "redis", "redis-aof"};
+const std::vector<std::string> databases{"postgres", "mysql", "sqlite"};
 
 std::string ms_text(double ms) { return number_text(ms); }
 

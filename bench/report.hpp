@@ -65,5 +65,7 @@ struct results {
 // splices in), DIR/data/*.tsv and DIR/charts/*.gp, whose SVGs go to
 // `img_dir` (as the markdown refers to them: `img_link`/<name>.svg).
 void write_report(const results& r, const std::string& dir, const std::string& img_dir, const std::string& img_link);
+// Writes text to path, creating its directory; fails the run when it cannot.
+void write_file(const std::filesystem::path& path, const std::string& text);
 
 }  // namespace bench
