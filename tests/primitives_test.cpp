@@ -187,6 +187,43 @@ TEST_CASE_TEMPLATE("force_release ends a group of readers: their renewals fail a
     CHECK(b.try_acquire("rw/forced"));
 }
 
+// PostgreSQL: force_release was one statement, whose snapshot predates a
+// reader that joined the group while it waited for the key's row. That
+// reader's row stayed live and its renewals raised the key's row again.
+TEST_CASE_TEMPLATE("force_release ends a reader that joined while it waited for the key's row", Db,
+                   test::postgres_db) {
+    Db db;
+    auto a = db.open();
+    auto breaker = db.open();
+    auto first = a.try_acquire_shared("rw/joining", {.lease = 5s});
+    REQUIRE(first);
+    auto raw = test::raw_connection_for(db.url());
+    // A second reader's grant, not yet committed: it holds the key's row.
+    raw->begin();
+    raw->exec("SELECT * FROM " + db.prefix + "grant_shared('rw/joining', 'late-reader', 5000, 'test', NULL, " +
+              "9223372036854775807, -9223372036854775808)");
+    std::int64_t forced = 0;
+    std::string failed;
+    std::thread force([&] {
+        try {
+            forced = breaker.force_release("rw/joining", "test");
+        } catch (const std::exception& e) {
+            failed = e.what();
+        }
+    });
+    // force_release now waits for the key's row (its lock wait gives up after
+    // row_lock_timeout, 200 ms).
+    std::this_thread::sleep_for(100ms);
+    raw->commit();
+    force.join();
+    REQUIRE(failed.empty());
+    CHECK(forced > first->token());
+    CHECK(raw->scalar("SELECT count(*) FROM " + db.table("holders") +
+                      " WHERE lock_key = 'rw/joining' AND expires_at > clock_timestamp()") == 0);
+    CHECK(raw->scalar("SELECT count(*) FROM " + db.table("locks") +
+                      " WHERE lock_key = 'rw/joining' AND expires_at > clock_timestamp()") == 0);
+}
+
 TEST_CASE_TEMPLATE("a fenced write under a shared lease is refused once a writer was granted", Db, SERVER_BACKENDS) {
     Db db;
     auto a = db.open();

@@ -68,8 +68,15 @@ std::vector<waiter_info> pg_session::waiters(std::string_view prefix, std::size_
 
 std::optional<std::int64_t> pg_session::force_release(std::string_view key) {
     return guarded("force_release", [&]() -> std::optional<std::int64_t> {
-        auto res = run("force_release", key);
-        if (res.empty()) return std::nullopt;
+        pqxx::work tx(*conn_, "sqlock force release");
+        local_settings(tx);
+        count();
+        auto res = call(tx, "force_release", key);
+        if (res.empty()) return std::nullopt;  // never granted: the transaction rolls back
+        count();
+        call(tx, "force_expire_readers", key);
+        commit(tx, "force_release");
+        check_replicated("force_release");
         return res[0][0].as<std::int64_t>();
     });
 }
