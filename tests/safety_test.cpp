@@ -200,6 +200,41 @@ TEST_SUITE("safety") {
 
 // --- reentrancy -------------------------------------------------------------
 
+// MySQL: a holders' renewal (sqlock_renew_holders) reads its clock once,
+// then waits for the key's row. force_release used to expire the rows a
+// microsecond before its own clock, later than that renewal's, so the
+// renewal found the reader's row still live, renewed it and raised the
+// key's row again: the forced release undone, the reader never told.
+TEST_CASE_TEMPLATE("a renewal that waited out force_release does not revive the reader", Db, test::mysql_db) {
+    Db db;
+    auto a = db.open();
+    auto breaker = db.open();
+    auto reader = a.try_acquire_shared("forced/renewing", {.lease = 5s, .auto_renew = false});
+    REQUIRE(reader);
+    std::optional<bool> renewed;
+    std::string failed;
+    std::thread renewal;
+    {
+        fault_at pause(sqlock::detail::fault_point::mysql_force_expired, 1, [&] {
+            renewal = std::thread([&] {
+                try {
+                    renewed = reader->renew();
+                } catch (const std::exception& e) {
+                    failed = e.what();
+                }
+            });
+            std::this_thread::sleep_for(200ms);  // it has read its clock and waits for the key's row
+        });
+        breaker.force_release("forced/renewing", "test");
+        CHECK(pause.fired);
+    }
+    renewal.join();
+    INFO(failed);
+    REQUIRE(renewed.has_value());
+    CHECK_FALSE(*renewed);
+    CHECK(reader->lost());
+}
+
 TEST_CASE_TEMPLATE("a lease whose thread has exited is reentered by no later thread", Db, ALL_BACKENDS) {
     Db db;
     auto c = db.open();

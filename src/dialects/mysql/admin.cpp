@@ -70,6 +70,7 @@ std::optional<std::int64_t> my_session::force_release(std::string_view key) {
         for_rows(ps, [&](sql::ResultSet&) { live = true; });
         if (live) {
             update("force_expire", key);
+            fault(fault_point::mysql_force_expired);
             update("force_expire_readers", key);
         }
         if (update("force_bump", key) == 0) {
