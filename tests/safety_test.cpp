@@ -323,6 +323,39 @@ TEST_CASE_TEMPLATE("time the machine spends suspended counts towards a lease's d
     CHECK(l->deadline() < sqlock::lease_clock::now());
 }
 
+// The watchdog's deadline timer may not have run yet when a renewal's answer
+// comes in after the deadline (a renewal that waited for a row lock): that
+// answer used to extend the deadline, so a lease the client had counted out,
+// and whose key another owner may have held meanwhile, came back as held.
+TEST_CASE_TEMPLATE("a renewal answered after the deadline does not bring the lease back", Db, test::sqlite_db) {
+    Db db;
+    auto c = db.open_quiet();
+    sqlock::detail::set_lease_clock_for_testing(suspend::clock);
+    struct restore {
+        ~restore() {
+            sqlock::detail::set_lease_clock_for_testing(nullptr);
+            suspend::offset_ns = 0;
+        }
+    } restore_clock;
+    auto l = c.try_acquire("late/k", {.lease = 60s, .auto_renew = false});
+    REQUIRE(l);
+    // The renewal is sent before the deadline and waits for SQLite's write
+    // lock, held by another connection, while the deadline passes.
+    auto raw = test::raw_connection_for(db.url());
+    raw->exec("BEGIN IMMEDIATE");
+    std::optional<bool> renewed;
+    std::thread renewal([&] { renewed = l->renew(); });
+    std::this_thread::sleep_for(50ms);
+    suspend::offset_ns = std::chrono::nanoseconds(61s).count();  // the deadline timer sleeps on
+    raw->exec("COMMIT");
+    renewal.join();
+    REQUIRE(renewed.has_value());
+    CHECK_FALSE(*renewed);
+    CHECK(l->lost());
+    CHECK(l->deadline() < sqlock::lease_clock::now());
+    CHECK(c.stats().leases_lost == 1);
+}
+
 // --- loss signals never wait on the database ----------------------------------
 
 TEST_CASE_TEMPLATE("loss is signalled by the deadline while another process holds SQLite's write lock", Db,

@@ -18,6 +18,16 @@
 
 namespace sqlock::detail {
 
+namespace {
+
+// A renewal answered at or after the lease's deadline confirms nothing: by
+// the client's own count the lease ran out meanwhile, and another owner may
+// have been granted the key in between (a renewal that waited for a row
+// lock may still find its own row and renew it).
+bool answered_late(const grant& g) { return lease_now_ns() >= g.deadline_ns.load(); }
+
+}  // namespace
+
 void client_impl::mark_lost(grant& g, loss_cause cause) {
     // A released lease is not lost: a release deletes or clears the row,
     // which a racing renewal would otherwise read as a takeover.
@@ -149,6 +159,10 @@ void client_impl::end_reentry(grant& g) noexcept {
 
 bool client_impl::confirm_renewal(grant& g, std::int64_t sent, std::int64_t db_ns) {
     if (g.lost.load()) return false;  // lost stays lost, whatever a late answer says
+    if (answered_late(g)) {
+        signal_lost(g, loss_cause::deadline);
+        return false;
+    }
     g.confirmed(sent);
     ++counters_.renewals;
     if (g.on_renewed && !g.released.load()) post(g, &grant::on_renewed, "on_renewed");
@@ -292,7 +306,10 @@ std::vector<keeper::outcome> client_impl::renew(const std::vector<lease_timing*>
     telemetry_.renewal.observe(db_ns);
     for (std::size_t i = 0; i < batch.size(); ++i) {
         auto& g = static_cast<grant&>(*batch[i]);
-        if (renewed_now[i]) {
+        if (renewed_now[i] && answered_late(g)) {
+            g.loss_hint = loss_cause::deadline;
+            out[i] = outcome{result::lost, sent};
+        } else if (renewed_now[i]) {
             g.renew_db_ns = db_ns;
             out[i] = outcome{result::renewed, sent};
         } else {
@@ -322,7 +339,13 @@ keeper::outcome client_impl::renew_alone(grant& g) {
     const std::int64_t db_ns = lease_now_ns() - sent;
     telemetry_.renewal.observe(db_ns);
     switch (r) {
-        case renew_result::renewed: g.renew_db_ns = db_ns; return {result::renewed, sent};
+        case renew_result::renewed:
+            if (answered_late(g)) {
+                g.loss_hint = loss_cause::deadline;
+                return {result::lost, sent};
+            }
+            g.renew_db_ns = db_ns;
+            return {result::renewed, sent};
         case renew_result::not_held: g.loss_hint = loss_cause::not_held; return {result::lost, sent};
         case renew_result::row_locked: break;
     }
