@@ -251,6 +251,28 @@ TEST_CASE_TEMPLATE("a run that loses its lease mid-run stops, records nothing as
     CHECK(again.record.last_error.find("did not finish") != std::string::npos);
 }
 
+// sqlock run's guardian stops PROGRAM at the lease's deadline even when a
+// last-moment renewal kept the lease: PROGRAM may have stopped half-way, so
+// the body says so with lease_lost_error and the run must not count as done
+// or as a failed attempt waiting for its backoff.
+TEST_CASE_TEMPLATE("a body that stops because it judged its lease gone is a lost run, retried at once", Db,
+                   ALL_BACKENDS) {
+    Db db;
+    sqlock::job_runner runner(db.open(), {.retry_backoff = 1h, .max_backoff = 1h});
+    auto out = runner.run("guarded", "r1", [](const sqlock::job_context&) -> std::string {
+        throw sqlock::lease_lost_error("stopped at the lease's deadline");
+    });
+    CHECK(out.status == sqlock::job_status::lost);
+    CHECK(out.executed);
+    CHECK_FALSE(out.retry_in);
+    CHECK(out.error.find("stopped at the lease's deadline") != std::string::npos);
+    auto again = runner.run("guarded", "r1", [](const sqlock::job_context& c) {
+        CHECK(c.attempt == 2);
+        return std::string("done");
+    });
+    CHECK(again.status == sqlock::job_status::ran);  // a failed attempt would wait an hour
+}
+
 TEST_CASE_TEMPLATE("the run key of a period is its UTC start by the database clock", Db, ALL_BACKENDS) {
     Db db;
     auto client = db.open();
@@ -331,6 +353,10 @@ TEST_CASE_TEMPLATE("the sweeper deletes ledger rows older than the retention", D
     sqlock::job_runner runner(client);
     CHECK(runner.run("cleanup", "old", [](const sqlock::job_context&) {}).status == sqlock::job_status::ran);
     CHECK(client.sweep() == 0);  // not old yet
+    // A period longer than the retention would see its row swept before it
+    // ended, and its job run again.
+    CHECK_THROWS_WITH_AS(runner.run_key(sqlock::every{2s}), doctest::Contains("job_retention"), sqlock::config_error);
+    CHECK_NOTHROW(runner.run_key(sqlock::every{1s}));
     std::this_thread::sleep_for(1200ms);
     CHECK(runner.run("cleanup", "new", [](const sqlock::job_context&) {}).status == sqlock::job_status::ran);
     CHECK(client.sweep() == 1);

@@ -21,7 +21,9 @@ namespace sqlock {
 // A period for run keys taken from the database clock. With every{1h} the run
 // key is the UTC start of the current hour, "2026-11-21T14:00:00Z" (with
 // milliseconds, "…:00.250Z", when the period is not whole seconds). Periods
-// are aligned to the Unix epoch, so days start at 00:00 UTC.
+// are aligned to the Unix epoch, so days start at 00:00 UTC. A period longer
+// than the client's job_retention (when not zero) is a config_error: the
+// sweeper would delete the period's row before the period ends.
 struct every {
     std::chrono::milliseconds period;
 };
@@ -111,7 +113,9 @@ public:
     // Runs body for run_key unless that run already succeeded, is held by
     // another instance, or failed and may not be retried yet. body takes a
     // const job_context& and returns a string (stored as the result) or
-    // nothing; an exception it throws is recorded as the run's failure.
+    // nothing; an exception it throws is recorded as the run's failure, but a
+    // lease_lost_error (the body stopped because it judged the lease gone)
+    // is a lost run, retried at once like one whose lease was lost.
     // Job names are 1 to 100 bytes of UTF-8 without ':' or control characters; run keys 1 to 128
     // bytes of UTF-8 without NUL; results at most 64 KiB of UTF-8. Throws
     // config_error for bad input, connection_error / db_error / schema_error

@@ -54,6 +54,11 @@ client open_client(const settings& s, spdlog::level::level_enum level, bool swee
     log->set_level(s.verbose ? spdlog::level::debug : level);
     client_options options{.pool_size = 2, .logger = std::move(log)};
     options.sweep = sweeps;
+    // A short-lived command never deletes job-ledger rows: an application on
+    // the same tables may keep them longer than the default 30 days, and the
+    // shortest retention of any sweeper wins (a `--once-per 60d` row swept
+    // on day 30 would let the job run twice in its period).
+    options.job_retention = std::chrono::milliseconds::zero();
     if (!s.table_prefix.empty()) options.table_prefix = s.table_prefix;
     else if (const char* env = std::getenv("SQLOCK_TABLE_PREFIX"); env && *env) options.table_prefix = env;
     options.durability = s.commits;

@@ -219,6 +219,12 @@ int run_job(client& db, const settings& s, const run_plan& plan, signal_relay& r
                 not_started = std::current_exception();
                 throw;  // recorded in the ledger as this attempt's failure
             }
+            // Stopped at the lease's deadline, though a late renewal may have
+            // kept the lease: PROGRAM may have stopped half-way, whatever
+            // its status, so the run is lost, not done (exit 70).
+            if (ran->lost)
+                throw lease_lost_error(program_name(s) + " was stopped at the lease's deadline (status " +
+                                       std::to_string(ran->status) + ")");
             if (ran->status != 0)
                 throw std::runtime_error(program_name(s) + " exited with status " + std::to_string(ran->status));
             return "exit 0";

@@ -152,6 +152,15 @@ std::string job_runner::lock_key(std::string_view job, std::string_view run_key)
 std::string job_runner::run_key(every period) {
     if (period.period <= std::chrono::milliseconds::zero())
         throw config_error("a job period must be positive (got " + std::to_string(period.period.count()) + " ms)");
+    // The sweeper deletes a ledger row job_retention after its run started;
+    // a row deleted before its period ends would let the job run again in
+    // that period.
+    const auto retention = db_.impl_->options().job_retention;
+    if (retention.count() > 0 && period.period > retention)
+        throw config_error("a job period of " + std::to_string(period.period.count()) +
+                           " ms is longer than client_options.job_retention (" + std::to_string(retention.count()) +
+                           " ms): the sweeper would delete the period's ledger row before the period ends and the "
+                           "job would run again; raise job_retention or set it to zero (keep rows forever)");
     const auto now = db_.database_time().time_since_epoch().count();
     const auto p = period.period.count();
     const sys_ms start{std::chrono::milliseconds(now - now % p)};
@@ -323,9 +332,13 @@ job_outcome job_runner::run_body(std::string_view job, std::string_view run_key,
 
     std::string result, error;
     bool ok = false;
+    bool body_lost = false;  // the body stopped because it judged the lease gone
     try {
         result = body(job_context{job, run_key, token, attempt, held->stop_token(), *held});
         ok = true;
+    } catch (const lease_lost_error& e) {
+        body_lost = true;
+        error = e.what();
     } catch (const std::exception& e) {
         error = e.what();
         if (error.empty()) error = "the job threw an exception with an empty message";
@@ -345,10 +358,11 @@ job_outcome job_runner::run_body(std::string_view job, std::string_view run_key,
     detail::job_write w{.job = job, .run_key = run_key, .owner = held->owner(), .holder = holder,
                         .token = token, .attempts = attempt};
     std::string stored_error;
-    if (held->lost()) {
+    if (held->lost() || body_lost) {
         // Our deadline passed, though the database may not have given the
-        // key away yet: the body may have stopped half-way, so this attempt
-        // does not count as done. Retry at once.
+        // key away yet (or the body stopped, judging it gone, though a late
+        // renewal kept it): the body may have stopped half-way, so this
+        // attempt does not count as done. Retry at once.
         out.status = job_status::lost;
         out.error = "the lease was lost during the run" + (error.empty() ? std::string() : ": " + error);
         stored_error = storable(out.error, max_error_bytes);
