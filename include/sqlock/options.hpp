@@ -120,6 +120,10 @@ struct lock_options {
     std::string note;
     // A thread that already holds the key through the same client gets the
     // same grant back (same owner and token) instead of contending with itself.
+    // Reentry is by OS thread: for nested calls on one thread. Turn it off
+    // where one thread runs independent tasks that may each lock the key
+    // (coroutines or fibres on an event loop, a lease built in place and
+    // handed to another task without a move): they would share one grant.
     bool reentrant = true;
     // How long before the database's expiry the client itself treats the lease
     // as lost (lease::lost()). Zero means a tenth of the lease. With
