@@ -115,7 +115,10 @@ void run_also_holds_every_key(const test::backend_base& db) {
              {"run", "k/a", "--also", "k/b", "--shared", "--", "true"},
              {"run", "k/a", "--also", "k/b", "--permits", "2", "--", "true"},
              {"run", "k/a", "--also", "k/b", "--mode", "select-for-update", "--", "true"},
-             {"run", "k/a", "--also", "", "--", "true"}}) {
+             {"run", "k/a", "--also", "", "--", "true"},
+             // The library's bounds, checked before connecting too.
+             {"run", "k/a", "--lease", "25d", "--", "true"},
+             {"run", "--run-key", "r1", "--max-attempts", "5000", "k/a", "--", "true"}}) {
         r = sqlock(args);
         CHECK(r.status == 64);
         CHECK(r.one_line_message());

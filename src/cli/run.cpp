@@ -49,6 +49,10 @@ run_plan plan_run(const settings& s) {
                   .kill_after = duration_option("--kill-after", s.kill_after),
                   .ledger = !s.once_per.empty() || !s.run_key.empty()};
     if (plan.lease.count() <= 0) usage("--lease must be longer than zero");
+    // The library's own bounds, checked here too: exit 64 even when the
+    // database is away, before an SQLite file is created.
+    if (plan.lease > max_duration)
+        usage("--lease must be at most sqlock::max_duration, 24 days (" + s.lease + " given)");
     if (!s.once_per.empty()) {
         plan.period = duration_option("--once-per", s.once_per);
         if (plan.period->count() <= 0) usage("--once-per must be longer than zero");
@@ -65,7 +69,7 @@ run_plan plan_run(const settings& s) {
     }
     if (plan.ledger) {
         if (s.fair || s.priority != 0) usage("--fair and --priority cannot be combined with --once-per or --run-key");
-        if (s.max_attempts < 1) usage("--max-attempts must be at least 1");
+        if (s.max_attempts < 1 || s.max_attempts > 1000) usage("--max-attempts must be 1 to 1000");
         // KEY names the job; a period's run key is known only from the database clock.
         job_runner::lock_key(s.key, s.run_key.empty() ? "period" : s.run_key);
     } else if (!s.also.empty()) {
