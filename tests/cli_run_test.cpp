@@ -406,4 +406,28 @@ void guardian_death_does_not_spin(const test::backend_base& db) {
 
 CLI_TEST("sqlock goes on quietly when PROGRAM's guardian dies", guardian_death_does_not_spin)
 
+// /proc/PID/cmdline is readable by every user of the machine, for as long as
+// `sqlock run` holds its key. PostgreSQL's test server trusts loopback, so a
+// URL with any password connects.
+TEST_CASE_TEMPLATE("the URL's password is hidden from the command line other users can read", Db, test::postgres_db) {
+    Db db;
+    test::cli sqlock(db);
+    std::string url = db.url();
+    const auto at = url.find('@');
+    REQUIRE(at != std::string::npos);
+    REQUIRE(url.find(':', url.find("://") + 3) > at);  // no password yet
+    const std::string with_userinfo = url.substr(0, at) + ":userinfo-s3cret" + url.substr(at);
+    const std::string with_parameter = url + "?password=param-s3cret";
+    for (const auto& args : std::vector<std::vector<std::string>>{{"--url", with_userinfo}, {"--url=" + with_parameter}}) {
+        auto holder = test::hold(sqlock, args, "k/argv", "sleep 60");
+        std::ifstream in("/proc/" + std::to_string(holder.pid()) + "/cmdline");
+        std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        CHECK(cmdline.find("s3cret") == std::string::npos);
+        CHECK(cmdline.find("******") != std::string::npos);
+        CHECK(cmdline.find("k/argv") != std::string::npos);  // the rest is as given
+        holder.signal(SIGTERM);
+        holder.wait();
+    }
+}
+
 }  // TEST_SUITE("cli")

@@ -34,6 +34,38 @@ Exit status: 0 success; PROGRAM's own status when it ran; 75 (or
 usage; 69 database unreachable or schema missing; 70 lease lost while
 PROGRAM ran; 126/127 PROGRAM could not be run; 71 fork or pipe failed.)";
 
+// Overwrites, in place, the password of a database URL given on the command
+// line (userinfo "user:password@" or a "password=" parameter), so that
+// /proc/PID/cmdline, which anyone on the machine may read, no longer shows it
+// while `sqlock run` holds a key for hours. The parsed copy is kept.
+void hide_password(char* arg) {
+    std::string_view url(arg);
+    if (const auto scheme = url.find("://"); scheme != std::string_view::npos) {
+        const auto start = scheme + 3;
+        const auto end = url.find_first_of("/?#", start);
+        const auto at = url.rfind('@', end == std::string_view::npos ? url.size() : end);
+        if (at != std::string_view::npos && at > start) {
+            const auto colon = url.find(':', start);
+            if (colon != std::string_view::npos && colon < at) std::fill(arg + colon + 1, arg + at, '*');
+        }
+    }
+    for (auto p = url.find("password="); p != std::string_view::npos; p = url.find("password=", p + 1)) {
+        if (p > 0 && url[p - 1] != '?' && url[p - 1] != '&') continue;
+        const auto value = p + 9;
+        const auto end = url.find('&', value);
+        std::fill(arg + value, arg + (end == std::string_view::npos ? url.size() : end), '*');
+    }
+}
+
+void hide_url_passwords(int argc, char** argv) {
+    for (int i = 1; i < argc; ++i) {
+        const std::string_view a(argv[i]);
+        if (a == "--") return;  // PROGRAM's arguments are PROGRAM's
+        if (a == "--url" && i + 1 < argc) hide_password(argv[++i]);
+        else if (a.starts_with("--url=")) hide_password(argv[i] + 6);
+    }
+}
+
 // check_only: stop after the checks each command makes before it connects
 // (check_arguments()).
 int dispatch(int argc, char** argv, bool check_only = false) {
@@ -125,6 +157,7 @@ after --kill-after, and sqlock exits 70; if sqlock is killed, SIGKILL at once.)"
     } catch (const CLI::ParseError& e) {
         usage(std::string(e.what()) + " (see sqlock --help)");
     }
+    hide_url_passwords(argc, argv);
     // CLI11 leaves the "--" it met among the subcommand's remaining
     // arguments, and after it fills positionals in order, KEY first if it is
     // still empty: PROGRAM must then be everything after the "--".
