@@ -298,18 +298,22 @@ std::int64_t clock() noexcept {
     ::clock_gettime(CLOCK_BOOTTIME, &ts);
     return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec + offset_ns.load();
 }
+// The library's lease clock is clock() while this lives; then the real one again.
+struct clock_in_use {
+    clock_in_use() { sqlock::detail::set_lease_clock_for_testing(clock); }
+    ~clock_in_use() {
+        sqlock::detail::set_lease_clock_for_testing(nullptr);
+        offset_ns = 0;
+    }
+    clock_in_use(const clock_in_use&) = delete;
+    clock_in_use& operator=(const clock_in_use&) = delete;
+};
 }  // namespace suspend
 
 TEST_CASE_TEMPLATE("time the machine spends suspended counts towards a lease's deadline", Db, test::sqlite_db) {
     Db db;
     auto c = db.open_quiet();
-    sqlock::detail::set_lease_clock_for_testing(suspend::clock);
-    struct restore {
-        ~restore() {
-            sqlock::detail::set_lease_clock_for_testing(nullptr);
-            suspend::offset_ns = 0;
-        }
-    } restore_clock;
+    suspend::clock_in_use clock_in_use;
     auto l = c.try_acquire("suspend/k", {.lease = 60s});
     REQUIRE(l);
     const auto steady_before = std::chrono::steady_clock::now();
@@ -330,13 +334,7 @@ TEST_CASE_TEMPLATE("time the machine spends suspended counts towards a lease's d
 TEST_CASE_TEMPLATE("a renewal answered after the deadline does not bring the lease back", Db, test::sqlite_db) {
     Db db;
     auto c = db.open_quiet();
-    sqlock::detail::set_lease_clock_for_testing(suspend::clock);
-    struct restore {
-        ~restore() {
-            sqlock::detail::set_lease_clock_for_testing(nullptr);
-            suspend::offset_ns = 0;
-        }
-    } restore_clock;
+    suspend::clock_in_use clock_in_use;
     auto l = c.try_acquire("late/k", {.lease = 60s, .auto_renew = false});
     REQUIRE(l);
     // The renewal is sent before the deadline and waits for SQLite's write
