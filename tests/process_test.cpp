@@ -3,6 +3,7 @@
 // expiry are proved across processes, with killed holders and skewed clocks.
 
 #include "support/doctest_types.hpp"
+#include "support/faketime.hpp"
 #include "support/helpers.hpp"
 #include "support/process.hpp"
 
@@ -10,10 +11,12 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -130,9 +133,9 @@ std::string line_kind(const std::string& line) {
     return line;
 }
 
-// Seconds by which `faketime -f OFFSET` moves a child's wall clock.
+// Seconds by which test::faketime::env(OFFSET) moves a child's wall clock.
 std::int64_t faketime_skew(const std::string& offset) {
-    test::child date({"faketime", "-f", offset, "date", "+%s"}, {"FAKETIME_DONT_FAKE_MONOTONIC=1"});
+    test::child date({"date", "+%s"}, test::faketime::env(offset));
     const auto line = date.read_line(10s);
     const auto now = std::chrono::duration_cast<std::chrono::seconds>(
                          std::chrono::system_clock::now().time_since_epoch())
@@ -225,11 +228,11 @@ TEST_CASE_TEMPLATE("a client whose wall clock is an hour off sees the same lease
     std::vector<std::vector<std::string>> runs;
     for (const std::string& offset : std::vector<std::string>{"", "+1h", "-1h"}) {
         CAPTURE(offset);
-        std::vector<std::string> argv{test::worker_path(), "clock", db.url(), db.prefix, key, "1500"};
-        if (!offset.empty()) argv.insert(argv.begin(), {"faketime", "-f", offset});
         // Under AddressSanitizer, libfaketime is preloaded ahead of the ASan
         // runtime; tell ASan that this is intended.
-        test::child child(argv, {"FAKETIME_DONT_FAKE_MONOTONIC=1", "ASAN_OPTIONS=verify_asan_link_order=0"});
+        std::vector<std::string> env{"ASAN_OPTIONS=verify_asan_link_order=0"};
+        if (!offset.empty()) std::ranges::copy(test::faketime::env(offset), std::back_inserter(env));
+        test::child child({test::worker_path(), "clock", db.url(), db.prefix, key, "1500"}, env);
         std::vector<std::string> seen;
 
         // An hour ahead, a wall-clock comparison would call our 30 s lease expired.

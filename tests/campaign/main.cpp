@@ -44,7 +44,9 @@ int main(int argc, char** argv) {
     run->add_option("--url", rc.url, "Database URL (the servers' superuser, for killing connections)")->required();
     run->add_option("--prefix", rc.prefix, "Table prefix of the cell (fresh)")->required();
     run->add_option("--mode", rc.mode, "A lock mode, or mixed");
-    run->add_option("--fault", rc.faults, "Fault to apply (repeatable; in turn)")->required();
+    run->add_option("--fault", rc.faults, "Fault to apply (repeatable; in turn)")
+        ->required()
+        ->check(CLI::IsMember(campaign::all_faults()));
     run->add_option("--trials", rc.trials, "Trials per fault")->check(CLI::Range(1, 1000));
     run->add_option("--lock-clients", rc.lock_clients)->check(CLI::Range(1, 48));
     run->add_option("--job-clients", rc.job_clients)->check(CLI::Range(0, 8));

@@ -31,6 +31,7 @@
 #include "campaign/campaign.hpp"
 #include "campaign/ledger.hpp"
 #include "support/backends.hpp"
+#include "support/faketime.hpp"
 
 #include <sqlock/sqlock.hpp>
 
@@ -80,7 +81,6 @@ bool fault_applies(const std::string& fault, const std::string& backend) {
 namespace {
 
 constexpr int nobody = 65534;
-const char* const faketime_lib = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1";
 
 void sleep_ms(std::int64_t ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
 
@@ -322,8 +322,7 @@ private:
         // break every timed wait in the process (the kernel waits on the
         // real clock), which no real machine does.
         std::vector<std::string> env;
-        if (skew_ || jump_)
-            env = {std::string("LD_PRELOAD=") + faketime_lib, "FAKETIME_DONT_FAKE_MONOTONIC=1"};
+        if (skew_ || jump_) env = test::faketime::preload();
         if (skew_) {
             // An hour ahead, an hour behind, or right: a mixture, so that
             // some clients' clocks are ahead of others'.
@@ -349,13 +348,20 @@ private:
         log_->write({{"ev", "spawn"}, {"c", id}, {"pid", pid}, {"slot", slot}, {"nobody", as_nobody}, {"role", role}});
     }
 
+    // A client under faketime that was killed leaves libfaketime's objects
+    // named after its pid in /dev/shm (see support/faketime.hpp).
+    void reaped(proc& p) {
+        if (skew_ || jump_) test::faketime::forget(p.pid);
+        p.pid = 0;
+    }
+
     // Notices clients that died on their own (they should not), and replaces them.
     void reap() {
         for (auto& [slot, p] : procs_) {
             int status = 0;
             if (p.pid > 0 && ::waitpid(p.pid, &status, WNOHANG) == p.pid) {
                 log_->write({{"ev", "died"}, {"c", p.id}, {"pid", p.pid}, {"status", status}});
-                p.pid = 0;
+                reaped(p);
                 spawn(slot);
             }
         }
@@ -401,7 +407,7 @@ private:
         auto& p = procs_[slot];
         ::kill(p.pid, SIGKILL);
         ::waitpid(p.pid, nullptr, 0);
-        p.pid = 0;
+        reaped(p);
         board_->at(slot).state = board::idle;  // not the dead one's state for its successor
         sleep_ms(200);
         spawn(slot);
@@ -558,7 +564,7 @@ private:
                 sleep_ms(20);
             }
             log_->write({{"ev", "stopped"}, {"c", p.id}, {"pid", p.pid}, {"status", status}});
-            p.pid = 0;
+            reaped(p);
         }
     }
 

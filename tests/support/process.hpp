@@ -1,6 +1,6 @@
 #pragma once
 // Child processes for multi-process tests: spawn the test worker (optionally
-// under a wrapper such as faketime), read its output line by line, signal it.
+// under a wrapper), read its output line by line, signal it.
 
 #include <sys/types.h>
 
