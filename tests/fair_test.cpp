@@ -287,27 +287,47 @@ TEST_CASE_TEMPLATE("a release wakes the head waiter's client, not every waiting 
     auto first = db.open();
     auto second = db.open();
     REQUIRE(holder.capabilities().wake_ups);
-    auto held = holder.try_acquire("notify", {.lease = 60s});
-    REQUIRE(held);
-    std::optional<sqlock::lease> got_first;
-    std::thread t1([&] { got_first.emplace(first.acquire("notify", 30s, {.fair = true})); });
-    REQUIRE(test::eventually([&] { return waiting(db, *raw, "notify") == 1; }));
-    std::thread t2([&] { (void)second.acquire("notify", 30s, {.fair = true}); });
-    REQUIRE(test::eventually([&] { return waiting(db, *raw, "notify") == 2; }));
-    REQUIRE(test::eventually([&] { return listening(db, *raw, 2); }));
-    CHECK(test::eventually([&] { return bells_held(db, *raw, 2) == 2; }));
-    std::this_thread::sleep_for(300ms);  // both are asleep now (the lease has 60 s left)
-    const auto first_wakeups = first.stats().wakeups;
-    const auto second_wakeups = second.stats().wakeups;
-    held->release();
-    t1.join();
-    // The release also wakes this process's waiters directly, so the first may
-    // be granted before the doorbell reaches its client's listener.
-    CHECK(test::eventually([&] { return first.stats().wakeups == first_wakeups + 1; }));  // the release's doorbell
-    CHECK(second.stats().wakeups == second_wakeups);    // not the second waiter's client
-    got_first->release();  // now the second is at the head: its client gets the doorbell
-    t2.join();
-    CHECK(test::eventually([&] { return second.stats().wakeups == second_wakeups + 1; }));
+    // MariaDB's doorbell interrupts the listener's SLEEP, and a ring that
+    // comes between two of its SLEEPs is lost (KILL QUERY does nothing to an
+    // idle connection; that client's waiters poll instead). There a round
+    // whose ring went missing is run again, up to 5 times; a ring that
+    // reaches the wrong client fails at once on every backend.
+    const int rounds = db.name() == "mysql" ? 5 : 1;
+    // Whatever the holder's mode: a select_for_update release rings the head
+    // as its row lock ends.
+    for (sqlock::mode m : test::modes_of(db)) {
+        CAPTURE(sqlock::to_string(m));
+        bool first_rung = false, second_rung = false;
+        for (int round = 0; round < rounds && !(first_rung && second_rung); ++round) {
+            const std::string key = std::string("notify/") + sqlock::to_string(m) + "/" + std::to_string(round);
+            auto held = holder.try_acquire(key, {.mode = m, .lease = 60s});
+            REQUIRE(held);
+            std::optional<sqlock::lease> got_first;
+            std::thread t1([&] { got_first.emplace(first.acquire(key, 30s, {.fair = true})); });
+            REQUIRE(test::eventually([&] { return waiting(db, *raw, key) == 1; }));
+            std::thread t2([&] { (void)second.acquire(key, 30s, {.fair = true}); });
+            REQUIRE(test::eventually([&] { return waiting(db, *raw, key) == 2; }));
+            REQUIRE(test::eventually([&] { return listening(db, *raw, 2); }));
+            CHECK(test::eventually([&] { return bells_held(db, *raw, 2) == 2; }));
+            std::this_thread::sleep_for(300ms);  // both are asleep now (the lease has 60 s left)
+            const auto first_wakeups = first.stats().wakeups;
+            const auto second_wakeups = second.stats().wakeups;
+            held->release();
+            t1.join();
+            // The release also wakes this process's waiters directly, so the
+            // first may be granted before the doorbell reaches its client's
+            // listener.
+            first_rung = test::eventually([&] { return first.stats().wakeups == first_wakeups + 1; }, 2s);
+            CHECK(second.stats().wakeups == second_wakeups);  // not the second waiter's client
+            REQUIRE(test::eventually([&] { return listening(db, *raw, 2); }));
+            got_first->release();  // now the second is at the head: its client gets the doorbell
+            t2.join();
+            second_rung = test::eventually([&] { return second.stats().wakeups == second_wakeups + 1; }, 2s);
+            CHECK(first.stats().wakeups <= first_wakeups + 1);  // not the first's client again
+        }
+        CHECK(first_rung);   // the release's doorbell
+        CHECK(second_rung);  // the next release's, at the next head
+    }
 }
 
 }  // TEST_SUITE

@@ -127,16 +127,11 @@ bool row_lock_holder::release(std::string_view key, bool healthy) {
     }
     if (!pinned) return true;  // already ended, when the hold was found lost
     try {
-        row_locks_of(*pinned).end_row_lock();
+        row_locks_of(*pinned).release_row_lock(key);
     } catch (const error&) {
         // The server ended (or will end) the transaction with the connection,
         // which is dropped here: the row lock is gone either way.
         return false;
-    }
-    try {
-        row_locks_of(*pinned).wake_next(key);
-    } catch (const error&) {
-        // Only a hint: the waiters poll. The row lock has ended all the same.
     }
     if (healthy) pool_.put_back(std::move(pinned));
     return true;

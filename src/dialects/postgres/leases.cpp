@@ -139,8 +139,31 @@ void pg_session::end_row_lock() {
     });
 }
 
-void pg_session::wake_next(std::string_view key) {
-    guarded("wake_next", [&] { run("wake_next", key); });
+void pg_session::release_row_lock(std::string_view key) {
+    guarded("release_row_lock", [&] {
+        if (!held_) return;
+        // The wake-up rides in the held transaction and is delivered at its
+        // commit, as the row lock ends. After a rollback, a separate wake-up
+        // came too late: a waiter blocked on the row had the key by then,
+        // and the doorbell rang the next one for nothing.
+        try {
+            count();
+            held_->exec_prepared(prepared("release_row_lock"), arg(key));
+        } catch (const pqxx::sql_error&) {
+            // Only a hint (its waiters poll); the transaction is aborted,
+            // which ends the row lock all the same.
+            held_.reset();
+            return;
+        }
+        try {
+            count();
+            held_->commit();
+        } catch (...) {
+            held_.reset();
+            throw;
+        }
+        held_.reset();
+    });
 }
 
 void pg_session::ensure_row(std::string_view key) {

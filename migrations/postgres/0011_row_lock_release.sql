@@ -1,0 +1,7 @@
+-- Schema version 11 for PostgreSQL: nothing to change.
+-- Version 11 made MySQL's select_for_update release one round trip (the
+-- rollback and the wake-up in one procedure; migrations/mysql/0011_row_lock_release.sql).
+-- The version is recorded all the same, so that a schema version means the
+-- same step on every backend.
+
+INSERT INTO sqlock_schema_version (version, name) VALUES (11, 'row_lock_release') ON CONFLICT DO NOTHING;

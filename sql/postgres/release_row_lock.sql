@@ -1,0 +1,10 @@
+-- select_for_update release: $1 key. Runs inside the holder's transaction,
+-- just before its COMMIT. Wakes the next waiter as release_delete.sql does (a
+-- NOTIFY on the channel of the client whose live waiter heads the queue):
+-- NOTIFY is delivered at commit, so that client hears of the release as the
+-- row lock ends. The transaction wrote nothing but its row lock, so the
+-- commit does not wait for the disk.
+SELECT set_config('synchronous_commit', 'off', true),
+       (SELECT pg_notify(w.listener, w.ticket::text) FROM sqlock_waiters w
+         WHERE w.lock_key = $1 AND w.listener IS NOT NULL AND w.expires_at > clock_timestamp()
+         ORDER BY w.fair DESC, w.priority DESC, w.ticket LIMIT 1)
