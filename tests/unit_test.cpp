@@ -6,12 +6,16 @@
 #include "dialects/sqlite/sqlite_url.hpp"
 #include "watchdog/schedule.hpp"
 #include "dialects/common/sql_library.hpp"
+#include "core/grant.hpp"
 #include "core/url.hpp"
 #include "core/validate.hpp"
 
 #include <sqlock/sqlock.hpp>
 
 #include <doctest/doctest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <limits>
 #include <string>
@@ -326,6 +330,42 @@ TEST_CASE("an embedded statement includes a fragment by {{name}}, without the fr
             CHECK(sql.find("the order read_job_row") == std::string::npos);
         }
     }
+}
+
+TEST_CASE("a forked child draws owner ids and a holder description of its own") {
+    // Ids are drawn from the kernel 16 at a time and kept per thread; a child
+    // of fork() must not hand out the ones its parent will.
+    const std::string before = sqlock::detail::new_owner_id();  // the pool is filled now
+    const std::string parent_holder = sqlock::detail::holder_description();
+    int fds[2];
+    REQUIRE(::pipe(fds) == 0);
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        const std::string line = sqlock::detail::new_owner_id() + " " + sqlock::detail::holder_description() + "\n";
+        const bool ok = ::write(fds[1], line.data(), line.size()) == static_cast<ssize_t>(line.size());
+        ::_exit(ok ? 0 : 1);
+    }
+    ::close(fds[1]);
+    std::string line;
+    char buf[512];
+    for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) line.append(buf, static_cast<std::size_t>(n));
+    ::close(fds[0]);
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    const std::string mine = sqlock::detail::new_owner_id();
+    const auto space = line.find(' ');
+    REQUIRE(space != std::string::npos);
+    const std::string child_id = line.substr(0, space);
+    const std::string child_holder = line.substr(space + 1, line.size() - space - 2);
+    CHECK(child_id.size() == 32);
+    CHECK(child_id != mine);
+    CHECK(child_id != before);
+    CHECK(mine != before);
+    CHECK(child_holder != parent_holder);
+    CHECK(child_holder.find(":" + std::to_string(pid) + ":") != std::string::npos);
 }
 
 }  // TEST_SUITE
