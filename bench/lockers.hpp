@@ -10,7 +10,8 @@
 //               KEY#2 and KEY#3 with acquire_all), for the primitives workload
 //   raw         the statements sqlock sends for that mode, read from
 //               sql/<dialect>/, sent straight through the driver: the floor
-//               for the library's own overhead
+//               for the library's own overhead (select_for_update ends its
+//               transaction with a bare ROLLBACK, waking no waiter)
 //   native      the server's named locks: pg_try_advisory_lock/pg_advisory_lock
 //               + pg_advisory_unlock, GET_LOCK + RELEASE_LOCK
 //   shedlock    ShedLock's SQL: INSERT the lock row the first time a name is

@@ -18,7 +18,9 @@ namespace {
 
 // Bumped in the child of a fork(): what a thread cached before it (random
 // bytes the parent may still hand out, the parent's pid and thread id) must
-// not be used there. Without the handler nothing is cached.
+// not be used there. Without the handler nothing is cached. A child made
+// without fork handlers (_Fork(), a raw clone()) that goes on to lock would
+// reuse up to 15 of its parent's coming ids: not supported.
 std::atomic<std::uint64_t> forks{0};
 const bool fork_aware = ::pthread_atfork(nullptr, nullptr, [] { forks.fetch_add(1); }) == 0;
 

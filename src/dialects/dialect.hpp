@@ -174,11 +174,11 @@ public:
     virtual void end_row_lock() = 0;
     // A holder's release: ends the transaction as end_row_lock() does, and
     // wakes the client whose live waiter heads the key's queue, as a release
-    // of a lease does, in the same round trip where the dialect can, and
-    // never later than the row lock ends (a waiter blocked on the row would
-    // have the key by then, and the next one would be rung for nothing).
-    // Throws only when ending the transaction failed; the wake-up is a hint
-    // (its waiter polls without it).
+    // of a lease does: as the row lock ends where the dialect can, else at
+    // once after it in the same round trip; never before (a waiter that is a
+    // select_for_update request takes no lock wait, and would find the row
+    // still locked). Throws only when ending the transaction failed; the
+    // wake-up is a hint (its waiter polls without it).
     virtual void release_row_lock(std::string_view key) = 0;
     // Creates the key's row (free) if it does not exist yet.
     virtual void ensure_row(std::string_view key) = 0;

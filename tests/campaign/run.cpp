@@ -348,20 +348,28 @@ private:
         log_->write({{"ev", "spawn"}, {"c", id}, {"pid", pid}, {"slot", slot}, {"nobody", as_nobody}, {"role", role}});
     }
 
-    // A client under faketime that was killed leaves libfaketime's objects
-    // named after its pid in /dev/shm (see support/faketime.hpp).
-    void reaped(proc& p) {
-        if (skew_ || jump_) test::faketime::forget(p.pid);
-        p.pid = 0;
+    // Reaps client p once it has ended (block: waits for that); false when
+    // it has not. A client under faketime that was killed leaves
+    // libfaketime's objects named after its pid in /dev/shm (see
+    // support/faketime.hpp): they go while it is a zombie, before its pid
+    // can be another process's.
+    bool reaped(proc& p, int& status, bool block) {
+        siginfo_t info{};
+        if (::waitid(P_PID, static_cast<id_t>(p.pid), &info, WEXITED | WNOWAIT | (block ? 0 : WNOHANG)) != 0 ||
+            info.si_pid != p.pid)
+            return false;
+        if ((skew_ || jump_) && info.si_code != CLD_EXITED) test::faketime::forget(p.pid);
+        ::waitpid(p.pid, &status, 0);
+        return true;
     }
 
     // Notices clients that died on their own (they should not), and replaces them.
     void reap() {
         for (auto& [slot, p] : procs_) {
             int status = 0;
-            if (p.pid > 0 && ::waitpid(p.pid, &status, WNOHANG) == p.pid) {
+            if (p.pid > 0 && reaped(p, status, false)) {
                 log_->write({{"ev", "died"}, {"c", p.id}, {"pid", p.pid}, {"status", status}});
-                reaped(p);
+                p.pid = 0;
                 spawn(slot);
             }
         }
@@ -406,8 +414,9 @@ private:
     void kill_and_replace(int slot) {
         auto& p = procs_[slot];
         ::kill(p.pid, SIGKILL);
-        ::waitpid(p.pid, nullptr, 0);
-        reaped(p);
+        int status = 0;
+        reaped(p, status, true);
+        p.pid = 0;
         board_->at(slot).state = board::idle;  // not the dead one's state for its successor
         sleep_ms(200);
         spawn(slot);
@@ -554,17 +563,17 @@ private:
         for (auto& [slot, p] : procs_) {
             if (p.pid <= 0) continue;
             int status = 0;
-            while (::waitpid(p.pid, &status, WNOHANG) == 0) {
+            while (!reaped(p, status, false)) {
                 if (std::chrono::steady_clock::now() > deadline) {
                     log_->write({{"ev", "stuck"}, {"c", p.id}, {"pid", p.pid}});
                     ::kill(p.pid, SIGKILL);
-                    ::waitpid(p.pid, &status, 0);
+                    reaped(p, status, true);
                     break;
                 }
                 sleep_ms(20);
             }
             log_->write({{"ev", "stopped"}, {"c", p.id}, {"pid", p.pid}, {"status", status}});
-            reaped(p);
+            p.pid = 0;
         }
     }
 

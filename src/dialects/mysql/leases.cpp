@@ -204,7 +204,8 @@ my_session::attempt my_session::lock_row(std::string_view key, std::int64_t leas
 
 void my_session::release_row_lock(std::string_view key) {
     // One CALL rolls back and then wakes (migrations/mysql/0011_row_lock_release.sql):
-    // one round trip, where a rollback and a wake-up were two.
+    // one round trip, where a rollback and a wake-up were two, and the
+    // lookup of the queue's head right after the rollback.
     guarded("release_row_lock", [&] {
         in_tx_ = false;
         update("release_row_lock", key);

@@ -158,8 +158,13 @@ void pg_session::release_row_lock(std::string_view key) {
         try {
             count();
             held_->commit();
-        } catch (...) {
+        } catch (const pqxx::sql_error&) {
+            // The server refused the commit (a full NOTIFY queue, say) and
+            // rolled back: the row lock has ended all the same.
             held_.reset();
+            return;
+        } catch (...) {
+            held_.reset();  // the connection broke, or the commit is in doubt
             throw;
         }
         held_.reset();
