@@ -60,6 +60,12 @@
 //       the same with permits of semaphore NAME ("P+" / "P-").
 //   hold-permit URL PREFIX NAME PERMITS LEASE_MS
 //       take a permit (waiting up to 30 s), print "token T", sleep until killed.
+//   sfu-wait URL PREFIX KEY
+//       acquire KEY fairly in select_for_update mode (waiting up to 60 s).
+//       On SIGUSR1, while it waits, it notes its client's counters and prints
+//       "noted"; once granted it prints "misses M" and "wakeups W", the
+//       attempts that found KEY held and the wake-ups received since the
+//       note (or "granted unnoted"), then releases.
 //   multi URL PREFIX KEYS ITERATIONS HOLD_US DIR TIMEOUT_MS
 //       ITERATIONS times: acquire_all() a random 2 or 3 of the comma-separated
 //       KEYS, listed in a random order (waiting up to TIMEOUT_MS); for each
@@ -562,6 +568,40 @@ int multi(char** argv) {
     return 0;
 }
 
+// See the usage above. The parent sends SIGUSR1 just before it releases the
+// key: what happens after the note is what that release caused.
+int sfu_wait(char** argv) {
+    // Blocked before the client starts its threads, so that only the
+    // watcher below takes it.
+    sigset_t usr1;
+    sigemptyset(&usr1);
+    sigaddset(&usr1, SIGUSR1);
+    pthread_sigmask(SIG_BLOCK, &usr1, nullptr);
+    auto db = open(argv[2], argv[3]);
+    std::atomic<bool> noted{false};
+    sqlock::client_stats before;
+    std::thread watcher([&] {
+        int sig = 0;
+        sigwait(&usr1, &sig);
+        before = db.stats();
+        noted = true;
+        say("noted");
+    });
+    auto lease = db.acquire(argv[4], 60s, {.mode = sqlock::mode::select_for_update, .fair = true});
+    const auto after = db.stats();
+    if (!noted.load()) {
+        say("granted unnoted");
+        pthread_kill(watcher.native_handle(), SIGUSR1);  // let the watcher end
+        watcher.join();
+        return 1;
+    }
+    watcher.join();
+    say("misses " + std::to_string(after.contention_misses - before.contention_misses));
+    say("wakeups " + std::to_string(after.wakeups - before.wakeups));
+    lease.release();
+    return 0;
+}
+
 int hold_permit(char** argv) {
     auto db = open(argv[2], argv[3]);
     auto lease = db.acquire_permit(argv[4], std::stoll(argv[5]), 30s,
@@ -590,6 +630,7 @@ int main(int argc, char** argv) {
         if (cmd == "sem" && argc == 9) return sem(argv);
         if (cmd == "hold-permit" && argc == 7) return hold_permit(argv);
         if (cmd == "multi" && argc == 9) return multi(argv);
+        if (cmd == "sfu-wait" && argc == 5) return sfu_wait(argv);
         std::cerr << "usage: see tests/worker.cpp\n";
         return 64;
     } catch (const std::exception& e) {

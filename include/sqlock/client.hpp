@@ -35,7 +35,7 @@ struct client_stats {
     std::uint64_t rows_swept = 0;         // expired rows deleted by this client's sweeper
     std::uint64_t watchdog_ticks = 0;     // watchdog rounds that renewed at least one lease
     std::uint64_t waits = 0;              // blocking acquisitions that took a place in the queue
-    std::uint64_t wakeups = 0;            // wake-up notifications received (PostgreSQL)
+    std::uint64_t wakeups = 0;            // wake-up notifications received by this client's listener
 };
 
 // What the database says about one key right now.

@@ -121,7 +121,7 @@ std::string client_impl::metrics_text() const {
     x.gauge("sqlock_waiters", "Tickets this client holds in the wait queue now (blocking acquires queued).",
             t.waiters.load());
     x.counter("sqlock_waits_total", "Tickets taken in the wait queue.", c.waits.load());
-    x.counter("sqlock_wakeups_total", "Wake-up notifications received (PostgreSQL).", c.wakeups.load());
+    x.counter("sqlock_wakeups_total", "Wake-up notifications received by the client's listener.", c.wakeups.load());
     x.counter("sqlock_rows_swept_total", "Expired rows deleted by this client's sweeper.", c.rows_swept.load());
     x.counter("sqlock_statements_total", "Statements sent to the database.", c.statements.load());
     x.counter("sqlock_watchdog_rounds_total", "Watchdog rounds that renewed or pinged at least one lease.",

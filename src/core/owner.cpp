@@ -24,6 +24,13 @@ namespace {
 std::atomic<std::uint64_t> forks{0};
 const bool fork_aware = ::pthread_atfork(nullptr, nullptr, [] { forks.fetch_add(1); }) == 0;
 
+// Whether what a thread cached when forks was `made` is still this
+// process's own. (forks changes only in a child, at the fork, before any of
+// its code runs.)
+bool still_ours(std::uint64_t made) {
+    return fork_aware && made == forks.load();
+}
+
 void fill_random(unsigned char* out, std::size_t size) {
     std::size_t got = 0;
     while (got < size) {
@@ -49,11 +56,10 @@ std::string new_owner_id() {
         std::uint64_t generation = 0;
     };
     thread_local pool p;
-    const std::uint64_t generation = forks.load();
-    if (!fork_aware || p.used == sizeof p.bytes || p.generation != generation) {
+    if (p.used == sizeof p.bytes || !still_ours(p.generation)) {
         fill_random(p.bytes, sizeof p.bytes);
         p.used = 0;
-        p.generation = generation;
+        p.generation = forks.load();
     }
     const unsigned char* bytes = p.bytes + p.used;
     p.used += id_bytes;
@@ -81,12 +87,11 @@ std::string holder_description() {
         std::uint64_t generation = 0;
     };
     thread_local cache c;
-    const std::uint64_t generation = forks.load();
-    if (fork_aware && !c.text.empty() && c.generation == generation) return c.text;
+    if (!c.text.empty() && still_ours(c.generation)) return c.text;
     char host[HOST_NAME_MAX + 1] = {};
     if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
     c.text = std::string(host) + ":" + std::to_string(getpid()) + ":" + std::to_string(syscall(SYS_gettid));
-    c.generation = generation;
+    c.generation = forks.load();
     return c.text;
 }
 

@@ -146,28 +146,22 @@ void pg_session::release_row_lock(std::string_view key) {
         // commit, as the row lock ends. After a rollback, a separate wake-up
         // came too late: a waiter blocked on the row had the key by then,
         // and the doorbell rang the next one for nothing.
+        // However this ends (committed; rolled back by the server; the
+        // connection gone), the transaction and its row lock are over.
+        struct end_held {
+            std::optional<pqxx::work>& tx;
+            ~end_held() { tx.reset(); }
+        } end{held_};
         try {
             count();
             held_->exec_prepared(prepared("release_row_lock"), arg(key));
-        } catch (const pqxx::sql_error&) {
-            // Only a hint (its waiters poll); the transaction is aborted,
-            // which ends the row lock all the same.
-            held_.reset();
-            return;
-        }
-        try {
             count();
             held_->commit();
         } catch (const pqxx::sql_error&) {
-            // The server refused the commit (a full NOTIFY queue, say) and
-            // rolled back: the row lock has ended all the same.
-            held_.reset();
-            return;
-        } catch (...) {
-            held_.reset();  // the connection broke, or the commit is in doubt
-            throw;
+            // The wake-up failed (only a hint: its waiters poll), or the
+            // server refused the commit (a full NOTIFY queue, say); either
+            // way the server rolled back, which ends the row lock all the same.
         }
-        held_.reset();
     });
 }
 
