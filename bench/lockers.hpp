@@ -22,6 +22,16 @@
 //               OR created_date < now - ttl, else INSERT; release DELETEs.
 //   redis       SET key owner NX PX lease; release and renewal by
 //               compare-and-delete / compare-and-pexpire Lua scripts (EVALSHA)
+//   ceiling     not a product: the shape sqlock's conditional_update grant
+//               would have with the fencing counter kept in the lock row
+//               (PostgreSQL, MariaDB; the uncontended workload only), on a
+//               table of its own: one statement that checks the waiter table,
+//               takes the row and bumps its counter, returning the token.
+//               PostgreSQL releases with sqlock's own release statement
+//               (the wake-up probe included, not waiting for the disk);
+//               MariaDB with a bare owner-checked UPDATE, leaving out the
+//               wake-up CALL a real release needs, so its row is an upper
+//               bound. It measures what moving the counter would buy.
 //
 // Contenders without a way to wait (raw, shedlock, spring, redis) wait by
 // calling try_lock every millisecond; sqlock waits with acquire() (waiter
@@ -44,7 +54,7 @@ struct target {
     std::string sql_dir;  // the library's sql/ directory
 };
 
-enum class family { sqlock, raw, native, shedlock, spring, redis };
+enum class family { sqlock, raw, native, shedlock, spring, redis, ceiling };
 
 struct contender {
     std::string id;       // "postgres.sqlock.conditional_update", "redis-aof.redis", ...
@@ -102,8 +112,8 @@ std::unique_ptr<locker> open_locker(const contender& c, const target& t, const l
 
 // Every table a run creates under its prefix, dependents first: the order
 // the drop at the end follows on every backend.
-inline constexpr const char* bench_tables[] = {"shedlock", "int_lock", "waiters", "job_runs",
-                                               "locks",    "fences",   "schema_version"};
+inline constexpr const char* bench_tables[] = {"ceiling", "shedlock", "int_lock", "waiters",
+                                               "job_runs", "locks",    "fences",   "schema_version"};
 
 // Creates the bench's own tables (ShedLock's, Spring's) beside sqlock's, and
 // drops everything under the prefix at the end.

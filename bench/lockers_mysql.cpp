@@ -271,6 +271,80 @@ private:
     const std::string note_;
 };
 
+// sqlock's conditional_update grant as it would be with the fencing counter
+// kept in the lock row (lockers.hpp): one autocommit INSERT ... SELECT ...
+// ON DUPLICATE KEY UPDATE ... RETURNING that checks the waiter table, takes
+// the row when it is free, expired or the requester's (the user variable
+// holds that test, made before the first assignment changes the row) and
+// returns the row's owner and counter: granted when the owner is the
+// requester. The release is a bare owner-checked UPDATE, without the
+// wake-up CALL a real release needs: an upper bound.
+class ceiling_locker final : public counted_locker {
+public:
+    ceiling_locker(const target& t, const locker_settings& s)
+        : sql_(std::filesystem::path(t.sql_dir) / "mysql", t.prefix),
+          main_(t.mysql, statements_),
+          lease_ms_(s.lease.count()) {
+        {
+            std::unique_ptr<sql::PreparedStatement> p(main_.conn().prepareStatement(sql_.get("session_setup")));
+            p->setInt(1, 1);
+            p->setDouble(2, 10.0);
+            p->setInt(3, 10);
+            p->execute();
+            std::unique_ptr<sql::Statement> st(main_.conn().createStatement());
+            st->execute(sql_.get("session_isolation"));
+        }
+        const std::string table = t.prefix + "ceiling";
+        auto take = [](const char* column) {
+            return std::string(column) + " = IF(@sqlock_free, VALUES(" + column + "), " + column + ")";
+        };
+        main_.prepare("grant", "INSERT INTO " + table +
+                                   " (lock_key, owner, mode, expires_at, acquired_at, holder, note, token) "
+                                   "SELECT ?, ?, 'conditional_update', UTC_TIMESTAMP(6) + INTERVAL (? * 1000) "
+                                   "MICROSECOND, UTC_TIMESTAMP(6), ?, ?, 1 FROM DUAL WHERE NOT EXISTS (SELECT 1 FROM " +
+                                   t.prefix + "waiters w WHERE w.lock_key = ? AND w.expires_at > UTC_TIMESTAMP(6)) "
+                                   "ON DUPLICATE KEY UPDATE token = IF(@sqlock_free := (owner IS NULL OR expires_at "
+                                   "<= UTC_TIMESTAMP(6) OR owner = VALUES(owner)), token + 1, token), " +
+                                   take("mode") + ", " + take("expires_at") + ", " + take("acquired_at") + ", " +
+                                   take("holder") + ", " + take("note") + ", " + take("owner") +
+                                   " RETURNING owner, token");
+        main_.prepare("release", "UPDATE " + table + " SET owner = NULL, expires_at = NULL WHERE lock_key = ? AND owner = ?");
+        main_.prepare("renew", "UPDATE " + table + " SET expires_at = UTC_TIMESTAMP(6) + INTERVAL (? * 1000) MICROSECOND "
+                               "WHERE lock_key = ? AND owner = ?");
+        statements_ = 0;
+    }
+
+    bool try_lock(const std::string& key) override {
+        const std::string& owner = owners_.next();
+        auto& grant = bound(main_.ps("grant"), key, owner, lease_ms_, holder_, note_, key);
+        std::unique_ptr<sql::ResultSet> rs(grant.executeQuery());
+        if (!rs->next() || rs->getString(1).asStdString() != owner) return false;
+        token_ = rs->getInt64(2);
+        held_[key] = owner;
+        return true;
+    }
+    void unlock(const std::string& key) override {
+        auto it = held_.find(key);
+        if (it == held_.end()) failure("ceiling: unlock of '" + key + "', which is not held");
+        const int released = bound(main_.ps("release"), key, it->second).executeUpdate();
+        held_.erase(it);
+        if (released != 1) failure("ceiling release did not find '" + key + "'");
+    }
+    bool renew(const std::string& key) override {
+        auto it = held_.find(key);
+        return it != held_.end() && bound(main_.ps("renew"), lease_ms_, key, it->second).executeUpdate() == 1;
+    }
+
+private:
+    sql_texts sql_;
+    session main_;
+    std::int64_t lease_ms_;
+    owner_source owners_;
+    std::map<std::string, std::string, std::less<>> held_;  // key → owner
+    const std::string holder_ = holder_text();
+    const std::string note_;
+};
+
 // GET_LOCK(key, timeout) + RELEASE_LOCK on a session of its own.
 class native_locker final : public counted_locker {
 public:
@@ -437,6 +511,7 @@ std::unique_ptr<locker> open_mysql_locker(const contender& c, const target& t, c
         case family::native: return std::make_unique<native_locker>(t);
         case family::shedlock: return std::make_unique<shedlock_locker>(t, s);
         case family::spring: return std::make_unique<spring_locker>(t, s);
+        case family::ceiling: return std::make_unique<ceiling_locker>(t, s);
         default: failure("no MariaDB contender '" + c.id + "'");
     }
 }
@@ -454,6 +529,9 @@ void mysql_tables(const target& t, bool create) {
                "int_lock (LOCK_KEY CHAR(36) NOT NULL, REGION VARCHAR(100) NOT NULL, CLIENT_ID CHAR(36), "
                "CREATED_DATE DATETIME(6) NOT NULL, CONSTRAINT " + t.prefix +
                "int_lock_pk PRIMARY KEY (LOCK_KEY, REGION)) ENGINE=InnoDB");
+        // The ceiling contender's: sqlock's lock table with the counter in it.
+        s.exec("CREATE TABLE IF NOT EXISTS " + t.prefix + "ceiling LIKE " + t.prefix + "locks");
+        s.exec("ALTER TABLE " + t.prefix + "ceiling ADD COLUMN IF NOT EXISTS token BIGINT NOT NULL DEFAULT 0");
         return;
     }
     for (const char* table : bench_tables)

@@ -144,6 +144,78 @@ private:
     const std::string note_;
 };
 
+// sqlock's conditional_update grant as it would be with the fencing counter
+// kept in the lock row (lockers.hpp): one UPDATE that checks the waiter
+// table, takes the row and returns the bumped counter; the first grant of a
+// key inserts the row first. The release is sqlock's release_clear statement
+// on this table.
+class ceiling_locker final : public counted_locker {
+public:
+    ceiling_locker(const target& t, const locker_settings& s)
+        : main_(t.postgres, statements_), lease_ms_(s.lease.count()) {
+        const sql_texts sql(std::filesystem::path(t.sql_dir) / "postgres", t.prefix);
+        const std::string table = t.prefix + "ceiling";
+        {
+            pqxx::nontransaction tx(main_.conn());
+            tx.exec_params(sql.get("session_setup"), "200", "10000", false);
+        }
+        main_.conn().prepare("grant", "UPDATE " + table + " AS l SET owner = $2, mode = 'conditional_update', "
+                                      "expires_at = clock_timestamp() + $3::bigint * interval '1 millisecond', "
+                                      "acquired_at = clock_timestamp(), holder = $4, note = $5, token = l.token + 1 "
+                                      "WHERE l.lock_key = $1 AND (l.owner IS NULL OR l.expires_at <= clock_timestamp() "
+                                      "OR l.owner = $2) AND NOT EXISTS (SELECT 1 FROM " + t.prefix + "waiters w "
+                                      "WHERE w.lock_key = $1 AND w.expires_at > clock_timestamp()) RETURNING l.token");
+        main_.conn().prepare("create", "INSERT INTO " + table + " (lock_key) VALUES ($1) ON CONFLICT DO NOTHING");
+        main_.conn().prepare("release", replace_table(sql.get("release_clear"), t.prefix + "locks", table));
+        main_.conn().prepare("renew", "UPDATE " + table + " SET expires_at = clock_timestamp() + $3::bigint * "
+                                      "interval '1 millisecond' WHERE lock_key = $1 AND owner = $2");
+        statements_ = 0;
+    }
+
+    bool try_lock(const std::string& key) override {
+        const std::string& owner = owners_.next();
+        if (!known_.contains(key)) {
+            main_.run("create", key);
+            known_.insert(key);
+        }
+        auto r = main_.run("grant", key, owner, lease_ms_, holder_, note_);
+        if (r.empty()) return false;
+        token_ = r[0][0].as<std::int64_t>();
+        held_[key] = owner;
+        return true;
+    }
+    void unlock(const std::string& key) override {
+        auto it = held_.find(key);
+        if (it == held_.end()) failure("ceiling: unlock of '" + key + "', which is not held");
+        auto r = main_.run("release", key, it->second);
+        held_.erase(it);
+        if (r[0][0].as<std::int64_t>() != 1) failure("ceiling release did not find '" + key + "'");
+    }
+    bool renew(const std::string& key) override {
+        auto it = held_.find(key);
+        return it != held_.end() && main_.run("renew", key, it->second, lease_ms_).affected_rows() == 1;
+    }
+
+private:
+    // `text` with every `from` (a table name followed by a space or a line end) replaced by `to`.
+    static std::string replace_table(std::string text, const std::string& from, const std::string& to) {
+        for (auto at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
+            const auto end = at + from.size();
+            if (end < text.size() && text[end] != ' ' && text[end] != '\n') continue;
+            text.replace(at, from.size(), to);
+        }
+        return text;
+    }
+
+    session main_;
+    std::int64_t lease_ms_;
+    owner_source owners_;
+    std::set<std::string, std::less<>> known_;              // keys whose row exists
+    std::map<std::string, std::string, std::less<>> held_;  // key → owner
+    const std::string holder_ = holder_text();
+    const std::string note_;
+};
+
 // pg_try_advisory_lock / pg_advisory_lock + pg_advisory_unlock on a session
 // of its own (no sqlock setup: the server's defaults).
 class native_locker final : public counted_locker {
@@ -294,6 +366,7 @@ std::unique_ptr<locker> open_postgres_locker(const contender& c, const target& t
         case family::native: return std::make_unique<native_locker>(t);
         case family::shedlock: return std::make_unique<shedlock_locker>(t, s);
         case family::spring: return std::make_unique<spring_locker>(t, s);
+        case family::ceiling: return std::make_unique<ceiling_locker>(t, s);
         default: failure("no PostgreSQL contender '" + c.id + "'");
     }
 }
@@ -309,6 +382,9 @@ void postgres_tables(const target& t, bool create) {
         tx.exec("CREATE TABLE IF NOT EXISTS " + t.prefix +
                 "int_lock (lock_key CHAR(36) NOT NULL, region VARCHAR(100) NOT NULL, client_id CHAR(36), "
                 "created_date TIMESTAMP NOT NULL, CONSTRAINT " + t.prefix + "int_lock_pk PRIMARY KEY (lock_key, region))");
+        // The ceiling contender's: sqlock's lock table with the counter in it.
+        tx.exec("CREATE TABLE IF NOT EXISTS " + t.prefix + "ceiling (LIKE " + t.prefix + "locks INCLUDING ALL)");
+        tx.exec("ALTER TABLE " + t.prefix + "ceiling ADD COLUMN IF NOT EXISTS token BIGINT NOT NULL DEFAULT 0");
         return;
     }
     for (const char* table : bench_tables)
