@@ -274,11 +274,13 @@ private:
 // sqlock's conditional_update grant as it would be with the fencing counter
 // kept in the lock row (lockers.hpp): one autocommit INSERT ... SELECT ...
 // ON DUPLICATE KEY UPDATE ... RETURNING that checks the waiter table, takes
-// the row when it is free, expired or the requester's (the user variable
-// holds that test, made before the first assignment changes the row) and
-// returns the row's owner and counter: granted when the owner is the
-// requester. The release is a bare owner-checked UPDATE, without the
-// wake-up CALL a real release needs: an upper bound.
+// the row when it is free, expired or the requester's, and returns the
+// row's owner and counter: granted when the owner is the requester. The
+// assignments run left to right on the row as updated so far, so the test
+// of the old owner and lease comes before either changes: owner is taken
+// next to last, and the lease follows it when it was taken. The release is
+// a bare owner-checked UPDATE, without the wake-up CALL a real release
+// needs: an upper bound.
 class ceiling_locker final : public counted_locker {
 public:
     ceiling_locker(const target& t, const locker_settings& s)
@@ -295,18 +297,19 @@ public:
             st->execute(sql_.get("session_isolation"));
         }
         const std::string table = t.prefix + "ceiling";
-        auto take = [](const char* column) {
-            return std::string(column) + " = IF(@sqlock_free, VALUES(" + column + "), " + column + ")";
+        const std::string free = "(owner IS NULL OR expires_at <= UTC_TIMESTAMP(6) OR owner = VALUES(owner))";
+        auto take = [&free](const char* column) {
+            return std::string(column) + " = IF(" + free + ", VALUES(" + column + "), " + column + ")";
         };
         main_.prepare("grant", "INSERT INTO " + table +
                                    " (lock_key, owner, mode, expires_at, acquired_at, holder, note, token) "
                                    "SELECT ?, ?, 'conditional_update', UTC_TIMESTAMP(6) + INTERVAL (? * 1000) "
                                    "MICROSECOND, UTC_TIMESTAMP(6), ?, ?, 1 FROM DUAL WHERE NOT EXISTS (SELECT 1 FROM " +
                                    t.prefix + "waiters w WHERE w.lock_key = ? AND w.expires_at > UTC_TIMESTAMP(6)) "
-                                   "ON DUPLICATE KEY UPDATE token = IF(@sqlock_free := (owner IS NULL OR expires_at "
-                                   "<= UTC_TIMESTAMP(6) OR owner = VALUES(owner)), token + 1, token), " +
-                                   take("mode") + ", " + take("expires_at") + ", " + take("acquired_at") + ", " +
-                                   take("holder") + ", " + take("note") + ", " + take("owner") +
+                                   "ON DUPLICATE KEY UPDATE token = IF(" + free + ", token + 1, token), " +
+                                   take("mode") + ", " + take("acquired_at") + ", " + take("holder") + ", " +
+                                   take("note") + ", " + take("owner") +
+                                   ", expires_at = IF(owner = VALUES(owner), VALUES(expires_at), expires_at)"
                                    " RETURNING owner, token");
         main_.prepare("release", "UPDATE " + table + " SET owner = NULL, expires_at = NULL WHERE lock_key = ? AND owner = ?");
         main_.prepare("renew", "UPDATE " + table + " SET expires_at = UTC_TIMESTAMP(6) + INTERVAL (? * 1000) MICROSECOND "

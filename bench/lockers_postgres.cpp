@@ -383,7 +383,10 @@ void postgres_tables(const target& t, bool create) {
                 "int_lock (lock_key CHAR(36) NOT NULL, region VARCHAR(100) NOT NULL, client_id CHAR(36), "
                 "created_date TIMESTAMP NOT NULL, CONSTRAINT " + t.prefix + "int_lock_pk PRIMARY KEY (lock_key, region))");
         // The ceiling contender's: sqlock's lock table with the counter in it.
-        tx.exec("CREATE TABLE IF NOT EXISTS " + t.prefix + "ceiling (LIKE " + t.prefix + "locks INCLUDING ALL)");
+        // LIKE copies no storage parameters: the fillfactor is the lock
+        // table's (migrations/postgres/0001_core.sql), room for HOT updates.
+        tx.exec("CREATE TABLE IF NOT EXISTS " + t.prefix + "ceiling (LIKE " + t.prefix +
+                "locks INCLUDING ALL) WITH (fillfactor = 70)");
         tx.exec("ALTER TABLE " + t.prefix + "ceiling ADD COLUMN IF NOT EXISTS token BIGINT NOT NULL DEFAULT 0");
         return;
     }

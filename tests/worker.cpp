@@ -578,24 +578,34 @@ int sfu_wait(char** argv) {
     sigaddset(&usr1, SIGUSR1);
     pthread_sigmask(SIG_BLOCK, &usr1, nullptr);
     auto db = open(argv[2], argv[3]);
-    std::atomic<bool> noted{false};
+    std::atomic<bool> noted{false}, granted{false};
     sqlock::client_stats before;
     std::thread watcher([&] {
         int sig = 0;
         sigwait(&usr1, &sig);
+        if (granted.load()) return;  // sent by the guard below
         before = db.stats();
         noted = true;
         say("noted");
     });
+    // However acquire() ends (granted, timed out, failed), the watcher ends
+    // too: a thread still joinable at its destructor would abort the worker
+    // and lose the error line main() prints.
+    struct end_watcher {
+        std::thread& t;
+        std::atomic<bool>& granted;
+        ~end_watcher() {
+            granted = true;
+            pthread_kill(t.native_handle(), SIGUSR1);  // a no-op once it has ended: still joinable until joined
+            t.join();
+        }
+    } guard{watcher, granted};
     auto lease = db.acquire(argv[4], 60s, {.mode = sqlock::mode::select_for_update, .fair = true});
     const auto after = db.stats();
     if (!noted.load()) {
         say("granted unnoted");
-        pthread_kill(watcher.native_handle(), SIGUSR1);  // let the watcher end
-        watcher.join();
         return 1;
     }
-    watcher.join();
     say("misses " + std::to_string(after.contention_misses - before.contention_misses));
     say("wakeups " + std::to_string(after.wakeups - before.wakeups));
     lease.release();
