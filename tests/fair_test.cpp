@@ -352,6 +352,8 @@ TEST_CASE_TEMPLATE("a select_for_update waiter in another process is granted at 
     Db db;
     auto raw = db.raw();
     auto holder = db.open();
+    REQUIRE(holder.capabilities().row_locks);
+    REQUIRE(holder.capabilities().wake_ups);
     bool clean = false;
     for (int round = 0; round < 3 && !clean; ++round) {
         const std::string key = "sfu-ring/" + std::to_string(round);
