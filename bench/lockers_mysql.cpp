@@ -135,6 +135,17 @@ private:
     std::map<std::string, std::unique_ptr<sql::PreparedStatement>, std::less<>> prepared_;
 };
 
+// What the library runs on each new connection, with its default timeouts.
+void library_setup(session& s, const sql_texts& texts) {
+    std::unique_ptr<sql::PreparedStatement> p(s.conn().prepareStatement(texts.get("session_setup")));
+    p->setInt(1, 1);
+    p->setDouble(2, 10.0);
+    p->setInt(3, 10);
+    p->execute();
+    std::unique_ptr<sql::Statement> st(s.conn().createStatement());
+    st->execute(texts.get("session_isolation"));
+}
+
 // The statements sqlock sends for one mode, with the library's session setup.
 class raw_locker final : public counted_locker {
 public:
@@ -143,12 +154,12 @@ public:
           main_(t.mysql, statements_),
           mode_(c.mode),
           lease_ms_(s.lease.count()) {
-        setup(main_);
+        library_setup(main_, sql_);
         for (const char* name : {"grant", "release", "lock_row", "lock_row_state", "renew"})
             main_.prepare(name, sql_.get(name));
         if (mode_ == "select_for_update") {
             second_.emplace(t.mysql, statements_);
-            setup(*second_);
+            library_setup(*second_, sql_);
             for (const char* name : {"bump_row_lock_token", "ensure_row"}) second_->prepare(name, sql_.get(name));
             // What the library runs once on a connection it pins for select_for_update.
             std::unique_ptr<sql::PreparedStatement> pin(main_.conn().prepareStatement(sql_.get("pin_session")));
@@ -204,16 +215,6 @@ public:
     }
 
 private:
-    void setup(session& s) {
-        std::unique_ptr<sql::PreparedStatement> p(s.conn().prepareStatement(sql_.get("session_setup")));
-        p->setInt(1, 1);
-        p->setDouble(2, 10.0);
-        p->setInt(3, 10);
-        p->execute();
-        std::unique_ptr<sql::Statement> st(s.conn().createStatement());
-        st->execute(sql_.get("session_isolation"));
-    }
-
     // One CALL of the grant procedure, which runs the whole transaction.
     bool grant(const std::string& key, const std::string& owner) {
         auto& call = bound(main_.ps("grant"), key, owner, mode_, lease_ms_, holder_, note_, no_ticket, not_fair);
@@ -287,15 +288,7 @@ public:
         : sql_(std::filesystem::path(t.sql_dir) / "mysql", t.prefix),
           main_(t.mysql, statements_),
           lease_ms_(s.lease.count()) {
-        {
-            std::unique_ptr<sql::PreparedStatement> p(main_.conn().prepareStatement(sql_.get("session_setup")));
-            p->setInt(1, 1);
-            p->setDouble(2, 10.0);
-            p->setInt(3, 10);
-            p->execute();
-            std::unique_ptr<sql::Statement> st(main_.conn().createStatement());
-            st->execute(sql_.get("session_isolation"));
-        }
+        library_setup(main_, sql_);
         const std::string table = t.prefix + "ceiling";
         const std::string free = "(owner IS NULL OR expires_at <= UTC_TIMESTAMP(6) OR owner = VALUES(owner))";
         auto take = [&free](const char* column) {

@@ -40,6 +40,12 @@ private:
     std::uint64_t& counter_;
 };
 
+// What the library runs on each new connection, with its default timeouts.
+void library_setup(session& s, const sql_texts& texts, bool relaxed) {
+    pqxx::nontransaction tx(s.conn());
+    tx.exec_params(texts.get("session_setup"), "200", "10000", relaxed);
+}
+
 // The statements sqlock sends for one mode, with the library's session setup.
 class raw_locker final : public counted_locker {
 public:
@@ -48,12 +54,12 @@ public:
           main_(t.postgres, statements_),
           mode_(c.mode),
           lease_ms_(s.lease.count()) {
-        setup(main_, c.relaxed);
+        library_setup(main_, sql_, c.relaxed);
         for (const char* name : {"grant", "release_delete", "release_clear", "lock_row", "renew"})
             main_.conn().prepare(name, sql_.get(name));
         if (mode_ == "select_for_update") {
             second_.emplace(t.postgres, statements_);
-            setup(*second_, c.relaxed);
+            library_setup(*second_, sql_, c.relaxed);
             for (const char* name : {"bump_token", "ensure_row"}) second_->conn().prepare(name, sql_.get(name));
             // What the library runs once on a connection it pins for select_for_update.
             pqxx::nontransaction tx(main_.conn());
@@ -93,12 +99,6 @@ public:
     }
 
 private:
-    void setup(session& s, bool relaxed) {
-        // The library's per-connection setup, with its default timeouts.
-        pqxx::nontransaction tx(s.conn());
-        tx.exec_params(sql_.get("session_setup"), "200", "10000", relaxed);
-    }
-
     // BEGIN; lock the row NOWAIT (creating it first if missing, as the
     // library does); bump the fence on the second connection. The open
     // transaction holds the key; ROLLBACK releases it.
@@ -155,10 +155,7 @@ public:
         : main_(t.postgres, statements_), lease_ms_(s.lease.count()) {
         const sql_texts sql(std::filesystem::path(t.sql_dir) / "postgres", t.prefix);
         const std::string table = t.prefix + "ceiling";
-        {
-            pqxx::nontransaction tx(main_.conn());
-            tx.exec_params(sql.get("session_setup"), "200", "10000", false);
-        }
+        library_setup(main_, sql, false);
         main_.conn().prepare("grant", "UPDATE " + table + " AS l SET owner = $2, mode = 'conditional_update', "
                                       "expires_at = clock_timestamp() + $3::bigint * interval '1 millisecond', "
                                       "acquired_at = clock_timestamp(), holder = $4, note = $5, token = l.token + 1 "
