@@ -155,7 +155,7 @@ public:
           mode_(c.mode),
           lease_ms_(s.lease.count()) {
         library_setup(main_, sql_);
-        for (const char* name : {"grant", "release", "lock_row", "lock_row_state", "renew"})
+        for (const char* name : {"grant", "release", "lock_row", "lock_row_state", "release_row_lock", "renew"})
             main_.prepare(name, sql_.get(name));
         if (mode_ == "select_for_update") {
             second_.emplace(t.mysql, statements_);
@@ -184,7 +184,11 @@ public:
 
     void unlock(const std::string& key) override {
         if (mode_ == "select_for_update") {
-            main_.exec("ROLLBACK");
+            // The library's release: one CALL that rolls back, then wakes
+            // the next waiter (migrations/mysql/0011_row_lock_release.sql).
+            auto& release = main_.ps("release_row_lock");
+            release.setString(1, key);
+            release.executeUpdate();
             return;
         }
         auto it = held_.find(key);

@@ -55,7 +55,7 @@ public:
           mode_(c.mode),
           lease_ms_(s.lease.count()) {
         library_setup(main_, sql_, c.relaxed);
-        for (const char* name : {"grant", "release_delete", "release_clear", "lock_row", "renew"})
+        for (const char* name : {"grant", "release_delete", "release_clear", "lock_row", "release_row_lock", "renew"})
             main_.conn().prepare(name, sql_.get(name));
         if (mode_ == "select_for_update") {
             second_.emplace(t.postgres, statements_);
@@ -81,8 +81,11 @@ public:
     void unlock(const std::string& key) override {
         if (mode_ == "select_for_update") {
             if (!held_tx_) failure("raw select_for_update: unlock without a lock");
-            ++statements_;  // ROLLBACK
-            held_tx_->abort();
+            // The library's release: the next waiter's NOTIFY in the held
+            // transaction, then COMMIT, which ends the row lock and sends it.
+            statements_ += 2;
+            held_tx_->exec_prepared("release_row_lock", key);
+            held_tx_->commit();
             held_tx_.reset();
             return;
         }
