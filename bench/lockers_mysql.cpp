@@ -155,7 +155,7 @@ public:
           mode_(c.mode),
           lease_ms_(s.lease.count()) {
         library_setup(main_, sql_);
-        for (const char* name : {"grant", "release", "lock_row", "lock_row_state", "release_row_lock", "renew"})
+        for (const char* name : {"grant", "release", "lock_row", "lock_row_state", "read_token", "release_row_lock", "renew"})
             main_.prepare(name, sql_.get(name));
         if (mode_ == "select_for_update") {
             second_.emplace(t.mysql, statements_);
@@ -237,7 +237,8 @@ private:
     }
 
     // START TRANSACTION; lock the row without waiting (creating it first if
-    // missing, as the library does); bump the fence on the second connection.
+    // missing, as the library does); bump the fence on the second connection;
+    // read it back in the held transaction.
     // The open transaction holds the key; ROLLBACK releases it.
     bool lock_row(const std::string& key) {
         for (int attempt = 0; attempt < 2; ++attempt) {
@@ -246,6 +247,10 @@ private:
             try {
                 if (lock.executeUpdate() == 1) {
                     token_ = bump(*second_, key);
+                    // As the library: the token read back in the held transaction.
+                    auto& read = main_.ps("read_token");
+                    read.setString(1, key);
+                    if (main_.scalar(read) != token_) failure("raw select_for_update: the token changed under the row lock");
                     return true;
                 }
             } catch (const sql::SQLException& e) {

@@ -55,7 +55,7 @@ public:
           mode_(c.mode),
           lease_ms_(s.lease.count()) {
         library_setup(main_, sql_, c.relaxed);
-        for (const char* name : {"grant", "release_delete", "release_clear", "lock_row", "release_row_lock", "renew"})
+        for (const char* name : {"grant", "release_delete", "release_clear", "lock_row", "read_token", "release_row_lock", "renew"})
             main_.conn().prepare(name, sql_.get(name));
         if (mode_ == "select_for_update") {
             second_.emplace(t.postgres, statements_);
@@ -103,7 +103,8 @@ public:
 
 private:
     // BEGIN; lock the row NOWAIT (creating it first if missing, as the
-    // library does); bump the fence on the second connection. The open
+    // library does); bump the fence on the second connection; read it back
+    // in the held transaction. The open
     // transaction holds the key; ROLLBACK releases it.
     bool lock_row(const std::string& key) {
         if (held_tx_) failure("raw select_for_update holds one key at a time");
@@ -130,6 +131,10 @@ private:
                 continue;
             }
             token_ = second_->run("bump_token", key)[0][0].as<std::int64_t>();
+            // As the library: the token read back in the held transaction.
+            ++statements_;
+            if (held_tx_->exec_prepared1("read_token", key)[0].as<std::int64_t>() != token_)
+                failure("raw select_for_update: the token changed under the row lock");
             return true;
         }
         failure("raw ensure_row did not create '" + key + "'");

@@ -218,13 +218,14 @@ TEST_CASE_TEMPLATE("an uncontended lock and unlock cost two statements in the le
     }
 }
 
-TEST_CASE_TEMPLATE("an uncontended select_for_update lock and unlock cost 4 statements on MariaDB, 5 on PostgreSQL", Db,
+TEST_CASE_TEMPLATE("an uncontended select_for_update lock and unlock cost 5 statements on MariaDB, 6 on PostgreSQL", Db,
                    SERVER_BACKENDS) {
-    // The raw statements (bench/): a transaction opened, the row locked, the
-    // fence bumped on a second connection, the transaction ended: 4. The
-    // library's release also wakes the next waiter, in the same CALL as the
-    // rollback on MariaDB, in the held transaction before its COMMIT on
-    // PostgreSQL (NOTIFY needs a commit; pqxx sends COMMIT as a statement).
+    // A transaction opened, the row locked, the fence bumped on a second
+    // connection, the token read back in the held transaction (proof that
+    // the row lock outlived the bump), the transaction ended. The release
+    // also wakes the next waiter, in the same CALL as the rollback on
+    // MariaDB, in the held transaction before its COMMIT on PostgreSQL
+    // (NOTIFY needs a commit; pqxx sends COMMIT as a statement).
     Db db;
     auto c = db.open_quiet();
     const auto sfu = mode::select_for_update;
@@ -235,7 +236,7 @@ TEST_CASE_TEMPLATE("an uncontended select_for_update lock and unlock cost 4 stat
         auto l = c.try_acquire("cheap", {.mode = sfu, .auto_renew = false});
         REQUIRE(l);
         const auto locked = statements(c);
-        CHECK(locked - before == 3);  // begin, lock the row, bump the fence
+        CHECK(locked - before == 4);  // begin, lock the row, bump the fence, read it back
         l->release();
         CHECK(statements(c) - locked == release_cost);
     }

@@ -87,6 +87,8 @@ struct victim {
     std::string kill_prefix;  // + id + kill_suffix kills that connection
     std::string kill_suffix;
     std::string alive_sql;    // + id + ")" counts that connection (0 once it is gone)
+    std::string idle_tx_sql;  // the id of its connection with a transaction open and idle
+    std::string waiting_sql;  // how many of its statements wait for a row lock
 
     explicit victim(const test::backend_base& db) {
         if (db.name() == "postgres") {
@@ -97,6 +99,9 @@ struct victim {
             kill_prefix = "SELECT pg_terminate_backend(";
             kill_suffix = ")::int";
             alive_sql = "SELECT count(*) FROM pg_stat_activity WHERE pid IN (";
+            const std::string mine = "FROM pg_stat_activity WHERE datname = current_database() AND application_name = '" + app + "'";
+            idle_tx_sql = "SELECT min(pid) " + mine + " AND state = 'idle in transaction'";
+            waiting_sql = "SELECT count(*) " + mine + " AND wait_event_type = 'Lock'";
         } else {
             const std::string root = "mysql://root@";
             REQUIRE(db.url().rfind(root, 0) == 0);
@@ -104,7 +109,19 @@ struct victim {
             next_id_sql = "SELECT min(ID) FROM information_schema.processlist WHERE USER = 'sqlock' AND ID > ";
             kill_prefix = "KILL ";
             alive_sql = "SELECT count(*) FROM information_schema.processlist WHERE ID IN (";
+            const std::string mine = "FROM information_schema.innodb_trx t JOIN information_schema.processlist p"
+                                     " ON p.ID = t.trx_mysql_thread_id WHERE p.USER = 'sqlock'";
+            idle_tx_sql = "SELECT min(t.trx_mysql_thread_id) " + mine + " AND t.trx_state = 'RUNNING' AND p.COMMAND = 'Sleep'";
+            waiting_sql = "SELECT count(*) " + mine + " AND t.trx_state = 'LOCK WAIT'";
         }
+    }
+
+    // Kills one connection and waits until the server has dropped it.
+    void kill(test::raw_connection& raw, std::int64_t id) const {
+        const std::string kill = kill_prefix + std::to_string(id) + kill_suffix;
+        if (kill_suffix.empty()) raw.exec(kill);
+        else raw.scalar(kill);
+        CHECK(test::eventually([&] { return raw.scalar(alive_sql + std::to_string(id) + ")") == 0; }));
     }
 
     // Kills every connection the victim has open now and waits until the
@@ -368,6 +385,64 @@ TEST_CASE_TEMPLATE("the watchdog reports a select_for_update lease lost soon aft
     CHECK(next.token() > held->token());
     std::this_thread::sleep_for(300ms);
     CHECK(lost_calls.load() == 1);
+}
+
+// The fence bump of a select_for_update grant runs on a second connection,
+// after the row lock was taken. If the held transaction ends in between (here
+// killed; in life also a server restart, or its idle limit passing while the
+// bump waits for a pooled connection), another client can take the key, and
+// the bump's token, larger than that client's, would pass the fence over it.
+// The grant reads the token back in the held transaction and is refused when
+// that transaction is gone. Before, it was handed out as a lease.
+TEST_CASE_TEMPLATE("a select_for_update attempt whose row lock ends before its fence bump is not granted", Db,
+                   SERVER_BACKENDS) {
+    Db db;
+    auto raw = db.raw();
+    const victim v(db);
+    auto o = db.options();
+    o.row_lock_timeout = 30s;  // the bump waits for the fence row the test holds, not 200 ms
+    auto holder = sqlock::client::open(v.url, o);
+    auto other = db.open();
+    const std::string key = "lease-fault/bump-after-row-lock";
+    const auto sfu = mode::select_for_update;
+    const std::int64_t before = other.acquire(key, 10s, {.mode = sfu}).token();  // the key's rows exist
+
+    // The test holds the key's fence row: the holder's bump waits for it.
+    // (Watched from another connection: PostgreSQL's activity view is read
+    // once per transaction.)
+    auto fence_row = db.raw();
+    fence_row->begin();
+    fence_row->scalar("SELECT token FROM " + db.table("fences") + " WHERE lock_key = '" + key + "' FOR UPDATE");
+    std::optional<sqlock::lease> got;
+    std::string failed;
+    std::thread attempt([&] {
+        try {
+            got = holder.try_acquire(key, {.mode = sfu});
+        } catch (const std::exception& e) {
+            failed = e.what();
+        }
+    });
+    const bool bump_waits = test::eventually(
+        [&] {
+            // MariaDB refreshes innodb_trx only when it was last read 0.1 s
+            // ago or more: polled faster, it never changes.
+            std::this_thread::sleep_for(150ms);
+            return raw->scalar(v.waiting_sql) >= 1;
+        },
+        20s);
+    const std::int64_t held_tx = bump_waits ? raw->scalar(v.idle_tx_sql) : 0;
+    if (held_tx > 0) v.kill(*raw, held_tx);  // the row lock ends with the connection
+    fence_row->commit();                     // the bump goes ahead
+    attempt.join();
+    REQUIRE(bump_waits);
+    REQUIRE(held_tx > 0);
+    CHECK(failed.empty());
+    CHECK_FALSE(got);  // not a lease without its row lock
+
+    // The key was free all along after the kill: another client takes it,
+    // with a token above the one the refused attempt drew.
+    auto next = other.acquire(key, 10s, {.mode = mode::conditional_update});
+    CHECK(next.token() > before + 1);
 }
 
 TEST_CASE_TEMPLATE("leases held across a server restart stay held and keep being renewed", Db, SERVER_BACKENDS) {

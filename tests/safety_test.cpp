@@ -676,6 +676,40 @@ TEST_CASE_TEMPLATE("no message shows a password, whatever the URL looks like", D
     }
 }
 
+// A select_for_update holder whose key an operator breaks learns it at its
+// next ping, and then ends its transaction. It used to end the transaction
+// first: the row lock was gone (and a client waiting on it granted) before
+// the holder's lease said lost. Looked at from the stop token's callback,
+// which runs as the loss is declared: the row must still be locked then.
+TEST_CASE_TEMPLATE("a forced select_for_update holder is told before its row lock ends", Db, SERVER_BACKENDS) {
+    Db db;
+    auto holder = db.open();
+    auto breaker = db.open();
+    auto watch = db.raw();
+    const std::string key = "safety/forced-row-lock";
+    auto held = holder.try_acquire(key, {.mode = mode::select_for_update, .lease = 10s});
+    REQUIRE(held);
+    // Whether anyone holds the row lock: FOR UPDATE SKIP LOCKED sees the row
+    // (1) only when nobody does, and lets it go at once, in autocommit; no
+    // row reads as 0.
+    const std::string free_sql =
+        "SELECT 1 FROM " + db.table("locks") + " WHERE lock_key = '" + key + "' FOR UPDATE SKIP LOCKED";
+    REQUIRE(watch->scalar(free_sql) == 0);
+    std::atomic<int> row_free_at_loss{-1};
+    std::stop_callback told(held->stop_token(), [&] { row_free_at_loss = static_cast<int>(watch->scalar(free_sql)); });
+
+    CHECK(breaker.force_release(key, "safety test") > held->token());
+    // The watchdog's next ping finds the loss; the callback has looked once it set the value.
+    REQUIRE(test::eventually([&] { return row_free_at_loss.load() != -1; }, 10s));
+    CHECK(row_free_at_loss.load() == 0);  // still locked when the loss was declared
+    CHECK(held->lost());
+    auto after = db.raw();
+    CHECK(test::eventually([&] { return after->scalar(free_sql) == 1; }));  // and ended right after
+    auto next = breaker.try_acquire(key, {.mode = mode::select_for_update});
+    REQUIRE(next);
+    CHECK(next->token() > held->token());
+}
+
 }  // TEST_SUITE("safety")
 
 TEST_SUITE("fault") {

@@ -128,6 +128,9 @@ public:
     bool renew(grant& g);
     // Declares g lost (once) unless it was released: stop token, log, on_lost, event.
     void mark_lost(grant& g, loss_cause cause);
+    // A select_for_update hold found forced or gone: marks g lost, then ends
+    // its row lock.
+    void end_broken_hold(grant& g, loss_cause cause);
     // A lease of g was moved: no thread reenters g from now on.
     void end_reentry(grant& g) noexcept;
 

@@ -34,6 +34,13 @@ void client_impl::mark_lost(grant& g, loss_cause cause) {
     if (!g.released.load()) signal_lost(g, cause);
 }
 
+void client_impl::end_broken_hold(grant& g, loss_cause cause) {
+    // In this order: while the row lock lasts nobody else can take the key,
+    // so the holder is told its lease is lost before anyone can win it.
+    mark_lost(g, cause);
+    g.row_lock->release(g.key, false);  // ends the held transaction (if not ended already); never pooled again
+}
+
 void client_impl::signal_lost(grant& g, loss_cause cause) {
     if (g.lost.exchange(true)) return;
     const std::int64_t now = lease_now_ns();
@@ -228,9 +235,9 @@ bool client_impl::renew(grant& g) {
                 return confirm_renewal(g, sent, db_ns);
             case row_lock_holder::verdict::forced:
                 telemetry_.renewal.observe(db_ns);
-                mark_lost(g, loss_cause::forced);
+                end_broken_hold(g, loss_cause::forced);
                 return false;
-            case row_lock_holder::verdict::lost: mark_lost(g, loss_cause::connection_lost); return false;
+            case row_lock_holder::verdict::lost: end_broken_hold(g, loss_cause::connection_lost); return false;
             case row_lock_holder::verdict::skipped: return !g.lost.load();
         }
     }
@@ -375,11 +382,17 @@ keeper::outcome client_impl::ping(lease_timing& lease) {
             telemetry_.renewal.observe(db_ns);
             g.renew_db_ns = db_ns;
             return {result::renewed, sent};
+        // Told here rather than by the watchdog's lost(), which comes after:
+        // the hold must end only once its holder knows.
         case row_lock_holder::verdict::forced:
             telemetry_.renewal.observe(db_ns);
             g.loss_hint = loss_cause::forced;
+            end_broken_hold(g, loss_cause::forced);
             return {result::lost, sent};
-        case row_lock_holder::verdict::lost: g.loss_hint = loss_cause::connection_lost; return {result::lost, sent};
+        case row_lock_holder::verdict::lost:
+            g.loss_hint = loss_cause::connection_lost;
+            end_broken_hold(g, loss_cause::connection_lost);
+            return {result::lost, sent};
         case row_lock_holder::verdict::skipped: break;  // the application's renew() is pinging
     }
     return {result::retry, sent};

@@ -61,6 +61,26 @@ row_lock_holder::taken row_lock_holder::try_take(session_pool& pool, std::string
         pool.put_back(std::move(pinned));
         return out;
     }
+    // The bump ran on another connection, so the row lock proves the key
+    // was ours for it only if the held transaction outlived it. One that
+    // ended meanwhile (the server restarted or killed it, or its idle limit
+    // passed while this waited for a pooled connection) let another client
+    // take the key, and this token would pass its fence: never handed out.
+    // Reading the token back in the held transaction proves it was alive
+    // after the bump, and that nobody bumped since.
+    bool outlived = false;
+    try {
+        outlived = row_locks_of(*pinned).fence_token(key) == *token;
+    } catch (const error&) {
+        // The transaction or its connection is gone.
+    }
+    if (!outlived) {
+        try {
+            row_locks_of(*pinned).end_row_lock();
+        } catch (...) {
+        }
+        return out;  // busy; the connection is not pooled again
+    }
     out.token = *token;
     out.holder = std::make_unique<row_lock_holder>(pool, std::move(pinned));
     return out;
@@ -80,20 +100,12 @@ session* row_lock_holder::borrow(bool wait, bool* busy) {
     return pinned_.get();
 }
 
-void row_lock_holder::give_back(bool alive) {
-    std::unique_ptr<session> dead;
+void row_lock_holder::give_back() {
     {
         std::lock_guard lock(mu_);
         busy_ = false;
-        if (!alive) dead = std::move(pinned_);  // never pooled after a loss
     }
     idle_.notify_all();
-    if (!dead) return;
-    try {
-        row_locks_of(*dead).end_row_lock();
-    } catch (const error&) {
-        // The connection is dropped here: the row lock ends with it.
-    }
 }
 
 row_lock_holder::verdict row_lock_holder::check(std::string_view key, std::int64_t token,
@@ -111,11 +123,12 @@ row_lock_holder::verdict row_lock_holder::check(std::string_view key, std::int64
     } catch (const error&) {
         // The server ended the transaction with the connection.
     }
-    // Another token means an operator broke the lock (force_release): give
-    // up the row lock now rather than at release.
-    const verdict v = !answered ? verdict::lost : now_token == token ? verdict::held : verdict::forced;
-    give_back(v == verdict::held);
-    return v;
+    // Another token means an operator broke the lock (force_release). The
+    // hold is not ended here: the caller first tells the holder its lease is
+    // lost, then releases, so that nobody can win the key before the holder
+    // knows.
+    give_back();
+    return !answered ? verdict::lost : now_token == token ? verdict::held : verdict::forced;
 }
 
 bool row_lock_holder::release(std::string_view key, bool healthy) {

@@ -29,7 +29,9 @@ public:
         std::optional<std::int64_t> remaining_ms;  // busy: the lease holder's remaining lease, when known
     };
     // Tries once to take `key`: locks its row without waiting (creating the
-    // row first if the key has none), then bumps its fence. A granted waiter
+    // row first if the key has none), bumps its fence on another session,
+    // then reads the token back in the held transaction (proof that the row
+    // lock outlived the bump). A granted waiter
     // (ticket) leaves the queue. Busy (held, a waiter ahead, or an earlier
     // holder's fenced transaction still open) is an empty holder, not an error.
     static taken try_take(session_pool& pool, std::string_view key, std::int64_t lease_ms, std::int64_t ticket,
@@ -41,8 +43,11 @@ public:
     row_lock_holder& operator=(const row_lock_holder&) = delete;
 
     // Checks the hold: the connection is alive and the key's token is still
-    // `token` (else an operator broke the lock: `forced`, and the row lock is
-    // given up at once); `lost`: the connection or its transaction is gone.
+    // `token` (else an operator broke the lock: `forced`); `lost`: the
+    // connection or its transaction is gone, or the check failed. Never ends
+    // the hold: after `forced` or `lost` the caller marks the lease lost and
+    // then calls release(), so the holder is told before anyone else can
+    // take the key.
     // The client-side wait is bounded by `bound`. Never holds a mutex
     // across the round trip; `wait`: wait for a check already under way
     // (the application's renew()) instead of skipping (the watchdog).
@@ -58,7 +63,7 @@ public:
 private:
     // Borrows the pinned session; null when gone or (without wait) busy.
     session* borrow(bool wait, bool* busy);
-    void give_back(bool alive);
+    void give_back();
 
     session_pool& pool_;
     std::mutex mu_;

@@ -235,6 +235,9 @@ std::optional<std::int64_t> my_session::bump_token(std::string_view key) {
 }
 
 std::int64_t my_session::fence_token(std::string_view key) {
+    // A failed statement (its time limit, say) leaves InnoDB's transaction
+    // and its row locks in place; a consistent read takes no lock and so
+    // meets no deadlock, the one error that rolls the whole transaction back.
     return guarded("ping", [&] { return scalar("read_token", key).value_or(0); });
 }
 
