@@ -333,6 +333,13 @@ child_result run_child(const std::vector<std::string>& argv, const std::vector<s
     std::int64_t told = std::chrono::nanoseconds(lease.deadline().time_since_epoch()).count();
     tell_guardian(told);
 
+    // A lease already lost (its grant answered after its deadline, or sqlock
+    // was stopped since) must not start PROGRAM: another owner may hold the
+    // key by now. From here on the guardian watches the deadline.
+    if (lease.stop.stop_requested() || lease.deadline() <= sqlock::lease_clock::now())
+        throw spawn_error(exit_status::lease_lost,
+                          "the lease was lost before '" + path + "' started; it was not run");
+
     int pipe_fds[2];
     if (::pipe2(pipe_fds, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
     fd exec_error_read(pipe_fds[0]);

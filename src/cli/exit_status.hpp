@@ -8,7 +8,7 @@ namespace sqlock::cli::exit_status {
 inline constexpr int failure = 1;           // EXIT_FAILURE: an outcome sqlock has no other status for
 inline constexpr int usage = 64;            // EX_USAGE: bad options, keys, durations or URLs
 inline constexpr int unavailable = 69;      // EX_UNAVAILABLE: the database is unreachable or has no schema
-inline constexpr int lease_lost = 70;       // the lease was lost while PROGRAM ran
+inline constexpr int lease_lost = 70;       // the lease was lost while PROGRAM ran (or before it started)
 inline constexpr int os_error = 71;         // EX_OSERR: fork, pipe or poll failed
 inline constexpr int busy = 75;             // EX_TEMPFAIL: key busy, run done or not due (--conflict-exit-code)
 inline constexpr int cannot_execute = 126;  // PROGRAM was found but cannot be executed
