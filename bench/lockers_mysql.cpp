@@ -155,7 +155,8 @@ public:
           mode_(c.mode),
           lease_ms_(s.lease.count()) {
         library_setup(main_, sql_);
-        for (const char* name : {"grant", "release", "lock_row", "lock_row_state", "read_token", "release_row_lock", "renew"})
+        for (const char* name :
+             {"grant", "release", "lock_row", "lock_row_state", "read_token", "release_row_lock", "renew"})
             main_.prepare(name, sql_.get(name));
         if (mode_ == "select_for_update") {
             second_.emplace(t.mysql, statements_);
@@ -250,7 +251,8 @@ private:
                     // As the library: the token read back in the held transaction.
                     auto& read = main_.ps("read_token");
                     read.setString(1, key);
-                    if (main_.scalar(read) != token_) failure("raw select_for_update: the token changed under the row lock");
+                    if (main_.scalar(read) != token_)
+                        failure("raw select_for_update: the token changed under the row lock");
                     return true;
                 }
             } catch (const sql::SQLException& e) {

@@ -55,7 +55,8 @@ public:
           mode_(c.mode),
           lease_ms_(s.lease.count()) {
         library_setup(main_, sql_, c.relaxed);
-        for (const char* name : {"grant", "release_delete", "release_clear", "lock_row", "read_token", "release_row_lock", "renew"})
+        for (const char* name :
+             {"grant", "release_delete", "release_clear", "lock_row", "read_token", "release_row_lock", "renew"})
             main_.conn().prepare(name, sql_.get(name));
         if (mode_ == "select_for_update") {
             second_.emplace(t.postgres, statements_);

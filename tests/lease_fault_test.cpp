@@ -99,7 +99,8 @@ struct victim {
             kill_prefix = "SELECT pg_terminate_backend(";
             kill_suffix = ")::int";
             alive_sql = "SELECT count(*) FROM pg_stat_activity WHERE pid IN (";
-            const std::string mine = "FROM pg_stat_activity WHERE datname = current_database() AND application_name = '" + app + "'";
+            const std::string mine =
+                "FROM pg_stat_activity WHERE datname = current_database() AND application_name = '" + app + "'";
             idle_tx_sql = "SELECT min(pid) " + mine + " AND state = 'idle in transaction'";
             waiting_sql = "SELECT count(*) " + mine + " AND wait_event_type = 'Lock'";
         } else {
@@ -111,7 +112,8 @@ struct victim {
             alive_sql = "SELECT count(*) FROM information_schema.processlist WHERE ID IN (";
             const std::string mine = "FROM information_schema.innodb_trx t JOIN information_schema.processlist p"
                                      " ON p.ID = t.trx_mysql_thread_id WHERE p.USER = 'sqlock'";
-            idle_tx_sql = "SELECT min(t.trx_mysql_thread_id) " + mine + " AND t.trx_state = 'RUNNING' AND p.COMMAND = 'Sleep'";
+            idle_tx_sql =
+                "SELECT min(t.trx_mysql_thread_id) " + mine + " AND t.trx_state = 'RUNNING' AND p.COMMAND = 'Sleep'";
             waiting_sql = "SELECT count(*) " + mine + " AND t.trx_state = 'LOCK WAIT'";
         }
     }

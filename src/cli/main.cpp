@@ -32,7 +32,8 @@ Durations: 250ms, 30s, 5m, 1h, 1h30m.
 Exit status: 0 success; PROGRAM's own status when it ran; 75 (or
 --conflict-exit-code) when the key was busy or the run already done; 64 bad
 usage; 69 database unreachable or schema missing; 70 lease lost while
-PROGRAM ran (or before: not run); 126/127 PROGRAM could not be run; 71 fork or pipe failed.)";
+PROGRAM ran (or before: not run); 126/127 PROGRAM could not be run; 71
+fork or pipe failed.)";
 
 // Overwrites, in place, the password of a database URL given on the command
 // line (userinfo "user:password@" or a "password=" parameter), so that
