@@ -214,6 +214,31 @@ void lost_lease_stops_program(const test::backend_base& db) {
 
 CLI_TEST("a lost lease stops PROGRAM: SIGTERM, SIGKILL after --kill-after, exit 70", lost_lease_stops_program)
 
+// A grant answered after its own lease ran out (its statement waited on the
+// database longer than the lease) is lost before PROGRAM starts; another owner
+// may already hold the key, so PROGRAM must not run at all. SQLite, because its
+// grant waits for the write lock up to statement_timeout (10 s); the servers'
+// row lock waits end long before a lease. The check is the CLI's, the same for
+// every backend.
+TEST_CASE("sqlock run does not start PROGRAM under a lease its grant outlived") {
+    test::sqlite_db db;
+    cli sqlock(db);
+    REQUIRE(sqlock({"run", "k/late", "--", "true"}).status == 0);  // the schema and the key's rows exist
+    auto writer = db.raw();
+    writer->begin();  // BEGIN IMMEDIATE: sqlock's grant waits for this
+    test::temp_dir dir;
+    const auto err = (dir.path / "err").string();
+    auto late = sqlock.start_shell("exec \"$0\" run --lease 300ms k/late -- echo ran 2>'" + err + "'");
+    std::this_thread::sleep_for(3s);  // sqlock sent its grant long before; its 300 ms lease has passed
+    writer->commit();
+    const auto out = late.read_line(15s);
+    CHECK(late.wait(15s) == 70);
+    CHECK_FALSE(out);  // "ran" never printed: PROGRAM did not start
+    const auto message = slurp(err);
+    CHECK(lines(message).size() == 1);
+    CHECK(message.find("it was not run") != std::string::npos);
+}
+
 // Running, and not a zombie nobody reaped.
 bool running(pid_t pid) {
     std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
