@@ -38,7 +38,7 @@ void release_force_fences_holder(const test::backend_base& db) {
     auto a = db.open();
     auto b = db.open();
     for (auto m : test::modes_of(db)) {
-        CAPTURE(sqlock::to_string(m));
+        CAPTURE(std::string(sqlock::to_string(m)));
         auto held = a.try_acquire("k/force", {.mode = m, .lease = 20s});
         REQUIRE(held);
         auto r = sqlock({"release", "--force", "k/force"});

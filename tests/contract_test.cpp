@@ -30,7 +30,7 @@ TEST_CASE_TEMPLATE("a held key is exclusive until released", Db, ALL_BACKENDS) {
     auto a = db.open();
     auto b = db.open();
     for (mode m : test::modes_of(db)) {
-        CAPTURE(sqlock::to_string(m));
+        CAPTURE(std::string(sqlock::to_string(m)));
         auto first = a.try_acquire("reports/nightly", {.mode = m});
         REQUIRE(first);
         CHECK(first->mode() == m);
@@ -51,8 +51,8 @@ TEST_CASE_TEMPLATE("the modes exclude each other on one key", Db, ALL_BACKENDS) 
         auto lease = a.try_acquire("shared/key", {.mode = held});
         REQUIRE(lease);
         for (mode other : test::modes_of(db)) {
-            CAPTURE(sqlock::to_string(held));
-            CAPTURE(sqlock::to_string(other));
+            CAPTURE(std::string(sqlock::to_string(held)));
+            CAPTURE(std::string(sqlock::to_string(other)));
             CHECK_FALSE(b.try_acquire("shared/key", {.mode = other}));
         }
         lease->release();
@@ -85,7 +85,7 @@ TEST_CASE_TEMPLATE("fencing tokens rise across modes, releases, expiries and row
     };
     for (int round = 0; round < 3; ++round) {
         for (mode m : test::modes_of(db)) {
-            CAPTURE(sqlock::to_string(m));
+            CAPTURE(std::string(sqlock::to_string(m)));
             auto l = c.try_acquire(key, {.mode = m});
             REQUIRE(l);
             expect_larger(*l);
@@ -97,8 +97,8 @@ TEST_CASE_TEMPLATE("fencing tokens rise across modes, releases, expiries and row
     // Expiry: a lease that runs out is taken over, in every lease mode, by every mode.
     for (mode first : {mode::unique_insert, mode::conditional_update}) {
         for (mode next : test::modes_of(db)) {
-            CAPTURE(sqlock::to_string(first));
-            CAPTURE(sqlock::to_string(next));
+            CAPTURE(std::string(sqlock::to_string(first)));
+            CAPTURE(std::string(sqlock::to_string(next)));
             auto stale = c.try_acquire(key, {.mode = first, .lease = 150ms, .reentrant = false, .auto_renew = false});
             REQUIRE(stale);
             expect_larger(*stale);
@@ -121,7 +121,7 @@ TEST_CASE_TEMPLATE("fencing tokens rise across modes, releases, expiries and row
         l->release();
         raw->exec("DELETE FROM " + db.table("locks"));
         for (mode m : test::modes_of(db)) {
-            CAPTURE(sqlock::to_string(m));
+            CAPTURE(std::string(sqlock::to_string(m)));
             auto again = c.try_acquire(key, {.mode = m});
             REQUIRE(again);
             expect_larger(*again);
@@ -143,7 +143,7 @@ TEST_CASE_TEMPLATE("a stale lease cannot release or renew its successor's lock",
     auto b = db.open();
     auto c = db.open();
     for (mode m : {mode::unique_insert, mode::conditional_update}) {
-        CAPTURE(sqlock::to_string(m));
+        CAPTURE(std::string(sqlock::to_string(m)));
         auto stale = a.try_acquire("jobs/stale", {.mode = m, .lease = 150ms, .auto_renew = false});
         REQUIRE(stale);
         std::this_thread::sleep_for(250ms);
@@ -208,7 +208,7 @@ TEST_CASE_TEMPLATE("an uncontended lock and unlock cost two statements in the le
     auto c = db.open_quiet();
     c.acquire("cheap", 1s).release();  // the client reads the schema version once, at first use
     for (mode m : {mode::conditional_update, mode::unique_insert}) {
-        CAPTURE(sqlock::to_string(m));
+        CAPTURE(std::string(sqlock::to_string(m)));
         for (int i = 0; i < 3; ++i) {
             const auto before = statements(c);
             auto l = c.acquire("cheap", 1s, {.mode = m, .auto_renew = false});
@@ -247,7 +247,7 @@ TEST_CASE_TEMPLATE("the same thread re-acquiring a key gets the same grant", Db,
     auto a = db.open_quiet();
     auto b = db.open();
     for (mode m : test::modes_of(db)) {
-        CAPTURE(sqlock::to_string(m));
+        CAPTURE(std::string(sqlock::to_string(m)));
         auto outer = a.try_acquire("k", {.mode = m});
         REQUIRE(outer);
         const auto grants = a.stats().acquisitions;
@@ -515,7 +515,7 @@ TEST_CASE_TEMPLATE("password and unix-socket URL forms connect", Db, SERVER_BACK
 TEST_CASE_TEMPLATE("many threads of many clients never share a key", Db, ALL_BACKENDS) {
     Db db;
     for (mode m : test::modes_of(db)) {
-        CAPTURE(sqlock::to_string(m));
+        CAPTURE(std::string(sqlock::to_string(m)));
         std::vector<sqlock::client> clients;
         for (int i = 0; i < 4; ++i) clients.push_back(db.open());
         std::atomic<int> inside{0};

@@ -35,7 +35,7 @@ sqlock::client open_with(const test::backend_base& db, durability d, const std::
 // connection), a renewal, a forced release, and a job run's ledger rows.
 void write_everything(const test::backend_base& db, sqlock::client& c) {
     for (mode m : test::modes_of(db)) {
-        CAPTURE(sqlock::to_string(m));
+        CAPTURE(std::string(sqlock::to_string(m)));
         auto l = c.try_acquire("dur/" + std::string(sqlock::to_string(m)), {.mode = m});
         REQUIRE(l);
         if (m != mode::select_for_update) CHECK(l->renew());

@@ -352,7 +352,7 @@ TEST_CASE_TEMPLATE("events arrive in order for acquire, renewals and release", D
     recorder rec;
     auto c = open_with(db, rec.listener());
     for (mode m : test::modes_of(db)) {
-        CAPTURE(sqlock::to_string(m));
+        CAPTURE(std::string(sqlock::to_string(m)));
         const std::string key = std::string("events/order/") + sqlock::to_string(m);
         auto l = c.try_acquire(key, {.mode = m, .lease = 3s, .renew_interval = 100ms});
         REQUIRE(l);
@@ -445,7 +445,7 @@ TEST_CASE_TEMPLATE("a force-released lease tells its loss and why", Db, ALL_BACK
     auto c = open_with(db, rec.listener());
     auto breaker = db.open();
     for (mode m : test::modes_of(db)) {
-        CAPTURE(sqlock::to_string(m));
+        CAPTURE(std::string(sqlock::to_string(m)));
         const std::string key = std::string("events/forced/") + sqlock::to_string(m);
         auto l = c.try_acquire(key, {.mode = m, .lease = 10s, .renew_interval = 100ms});
         REQUIRE(l);

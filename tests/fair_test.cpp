@@ -290,15 +290,22 @@ TEST_CASE_TEMPLATE("a release wakes the head waiter's client, not every waiting 
     // MariaDB's doorbell interrupts the listener's SLEEP, and a ring that
     // comes between two of its SLEEPs is lost (KILL QUERY does nothing to an
     // idle connection; that client's waiters poll instead). There a round
-    // whose ring went missing is run again, up to 5 times; a ring that
-    // reaches the wrong client fails at once on every backend.
+    // whose ring went missing is run again, up to 5 times. MariaDB's release
+    // also looks for the head only after its commit (so that the attempt the
+    // ring starts finds the key free), and a poll of the first waiter that
+    // lands in between is granted first and leaves the queue: the ring then
+    // rightly goes to the second, the new head (seen under load, once in about
+    // 20 runs). So there the second's client must not be rung in a round whose
+    // first ring reached the first's client; elsewhere the release picks the
+    // head in its own transaction, and a ring that reaches the wrong client
+    // fails at once.
     const bool lossy = db.name() == "mysql";
     const int rounds = lossy ? 5 : 1;
     const auto ring_wait = lossy ? 2s : 10s;  // short only where a round can be run again
     // Whatever the holder's mode: a select_for_update release rings the head
     // as its row lock ends.
     for (sqlock::mode m : test::modes_of(db)) {
-        CAPTURE(sqlock::to_string(m));
+        CAPTURE(std::string(sqlock::to_string(m)));
         bool first_rung = false, second_rung = false;
         for (int round = 0; round < rounds && !(first_rung && second_rung); ++round) {
             const std::string key = std::string("notify/") + sqlock::to_string(m) + "/" + std::to_string(round);
@@ -320,7 +327,7 @@ TEST_CASE_TEMPLATE("a release wakes the head waiter's client, not every waiting 
             // first may be granted before the doorbell reaches its client's
             // listener.
             first_rung = test::eventually([&] { return first.stats().wakeups == first_wakeups + 1; }, ring_wait);
-            CHECK(second.stats().wakeups == second_wakeups);  // not the second waiter's client
+            if (first_rung || !lossy) CHECK(second.stats().wakeups == second_wakeups);  // not the second's client
             REQUIRE(test::eventually([&] { return listening(db, *raw, 2); }));
             got_first->release();  // now the second is at the head: its client gets the doorbell
             t2.join();

@@ -48,7 +48,7 @@ TEST_CASE_TEMPLATE("fencing tokens keep growing across a server crash and restar
 
     std::int64_t before = 0;
     for (auto m : lease_modes_then_row_lock) {
-        CAPTURE(sqlock::to_string(m));
+        CAPTURE(std::string(sqlock::to_string(m)));
         // A short lease: a release does not wait for the disk, so the crash
         // may undo the last one, and the key is then held until the lease
         // runs out (sqlock::durability).
@@ -64,7 +64,7 @@ TEST_CASE_TEMPLATE("fencing tokens keep growing across a server crash and restar
     // The same client: every pooled connection died with the server.
     std::int64_t last = before;
     for (auto m : {sqlock::mode::unique_insert, sqlock::mode::conditional_update, sqlock::mode::select_for_update}) {
-        CAPTURE(sqlock::to_string(m));
+        CAPTURE(std::string(sqlock::to_string(m)));
         auto l = a.acquire(key, 10s, {.mode = m});
         CHECK(l.token() > before);
         CHECK(l.token() > last);
@@ -74,7 +74,7 @@ TEST_CASE_TEMPLATE("fencing tokens keep growing across a server crash and restar
     // A client opened after the restart.
     auto b = db.open();
     for (auto m : {sqlock::mode::select_for_update, sqlock::mode::unique_insert, sqlock::mode::conditional_update}) {
-        CAPTURE(sqlock::to_string(m));
+        CAPTURE(std::string(sqlock::to_string(m)));
         auto l = b.acquire(key, 10s, {.mode = m});
         CHECK(l.token() > before);
         CHECK(l.token() > last);

@@ -62,7 +62,7 @@ TEST_CASE_TEMPLATE("a fenced transaction commits while its lease holds the key",
     auto client = db.open();
     for (auto m : {sqlock::mode::unique_insert, sqlock::mode::conditional_update, sqlock::mode::select_for_update}) {
         if (m == sqlock::mode::select_for_update && !db.row_locks()) continue;
-        CAPTURE(sqlock::to_string(m));
+        CAPTURE(std::string(sqlock::to_string(m)));
         auto held = client.try_acquire("ledger/close", {.mode = m});
         REQUIRE(held);
         auto app = db.raw();

@@ -92,7 +92,7 @@ TEST_CASE_TEMPLATE("jobs run under every lease mode the backend has", Db, ALL_BA
     Db db;
     for (auto m : {sqlock::mode::unique_insert, sqlock::mode::conditional_update, sqlock::mode::select_for_update}) {
         if (m == sqlock::mode::select_for_update && !db.row_locks()) continue;
-        CAPTURE(sqlock::to_string(m));
+        CAPTURE(std::string(sqlock::to_string(m)));
         sqlock::job_runner runner(db.open(), {.mode = m});
         auto out = runner.run("modes", sqlock::to_string(m), [](const sqlock::job_context& c) {
             return std::string(sqlock::to_string(c.lease.mode()));

@@ -90,7 +90,7 @@ TEST_CASE_TEMPLATE("shared holders coexist and exclude an exclusive holder", Db,
     CHECK(r1->owner() != r2->owner());
     CHECK(r1->token() == r2->token());  // one group of readers, one token
     for (auto m : test::modes_of(db)) {
-        CAPTURE(sqlock::to_string(m));
+        CAPTURE(std::string(sqlock::to_string(m)));
         CHECK_FALSE(b.try_acquire("rw/key", {.mode = m}));
     }
     CHECK(a.holders("rw/").size() == 2);
@@ -267,7 +267,7 @@ TEST_CASE_TEMPLATE("a writer whose lease ran out cannot pass its fence once read
     REQUIRE(fresh);
     CHECK(fence_passes(*fresh));
     for (auto m : test::modes_of(db)) {
-        CAPTURE(sqlock::to_string(m));
+        CAPTURE(std::string(sqlock::to_string(m)));
         const std::string key = std::string("rw/stale-writer/") + sqlock::to_string(m);
         auto w = a.try_acquire(key, {.mode = m, .lease = 2s, .auto_renew = false});
         REQUIRE(w);

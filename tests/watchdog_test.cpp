@@ -24,7 +24,7 @@ TEST_CASE_TEMPLATE("the watchdog keeps a lease alive past its length", Db, ALL_B
     auto holder = db.open();
     auto other = db.open();
     for (mode m : test::modes_of(db)) {
-        CAPTURE(sqlock::to_string(m));
+        CAPTURE(std::string(sqlock::to_string(m)));
         auto l = holder.try_acquire("k", {.mode = m, .lease = 600ms});
         REQUIRE(l);
         std::this_thread::sleep_for(1500ms);  // two and a half leases
@@ -130,7 +130,7 @@ TEST_CASE_TEMPLATE("a lease whose row is taken away is lost at the next renewal"
     auto holder = db.open();
     auto raw = db.raw();
     for (mode m : {mode::unique_insert, mode::conditional_update}) {
-        CAPTURE(sqlock::to_string(m));
+        CAPTURE(std::string(sqlock::to_string(m)));
         std::atomic<int> calls{0};
         std::atomic<bool> stopped{false};
         auto l = holder.try_acquire("k", {.mode = m,
