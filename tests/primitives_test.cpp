@@ -315,6 +315,52 @@ TEST_CASE_TEMPLATE("sqlock::shared_mutex works with std::shared_lock and std::un
     m2.unlock_shared();
 }
 
+TEST_CASE_TEMPLATE("threads sharing a sqlock::shared_mutex hold it exclusively one at a time, lost lease or not", Db,
+                   ALL_BACKENDS) {
+    // The old adapter kept one lease slot for every thread: a second thread
+    // asked the database as soon as the first thread's lease ran out, won,
+    // and the first thread's unlock() then released the second's lease, so
+    // another client took the key while the second was inside.
+    Db db;
+    auto other = db.open();
+    auto held = other.try_acquire("rw/threads");
+    REQUIRE(held);
+    sqlock::shared_mutex m(db.open(), "rw/threads", {.lease = 1s, .auto_renew = false});
+    std::mutex order_mu;
+    std::vector<int> order;  // the threads, in the order lock() returned
+    std::atomic<int> locked{0};
+    std::atomic<bool> first_unlocked{false};
+    std::optional<sqlock::lease> probe_while_second_holds;
+    auto body = [&](int id) {
+        m.lock();
+        {
+            std::lock_guard l(order_mu);
+            order.push_back(id);
+        }
+        if (locked.fetch_add(1) == 0) {
+            // The first: its lease (1 s, not renewed) runs out while it is
+            // inside. It leaves once the other thread is in too, or after 2.5 s.
+            test::eventually([&] { return locked.load() == 2; }, 2500ms);
+            m.unlock();
+            first_unlocked = true;
+        } else {
+            // The second: inside, with the first gone, the key is ours alone.
+            CHECK(test::eventually([&] { return first_unlocked.load(); }, 10s));
+            probe_while_second_holds = other.try_acquire("rw/threads");
+            m.unlock();
+        }
+    };
+    std::thread a(body, 1), b(body, 2);
+    std::this_thread::sleep_for(100ms);
+    CHECK(m.try_lock() == false);  // another thread's turn (the main thread's try_lock: false, not a throw)
+    held->release();
+    a.join();
+    b.join();
+    CHECK(order.size() == 2);
+    CHECK_FALSE(probe_while_second_holds);
+    CHECK(other.try_acquire("rw/threads"));  // both unlocked
+}
+
 TEST_CASE_TEMPLATE("a semaphore grants at most its permits, and a released permit is granted again", Db,
                    ALL_BACKENDS) {
     Db db;
@@ -341,6 +387,30 @@ TEST_CASE_TEMPLATE("a semaphore grants at most its permits, and a released permi
     CHECK(again->token() > held[2].token());
     // A semaphore and a lock of the same name are separate.
     CHECK(a.try_acquire("sem/pool"));
+}
+
+TEST_CASE_TEMPLATE("a semaphore's waiter does not hold back the lock of the same name", Db, ALL_BACKENDS) {
+    // They share the waiters table only. The lock's grant used to count a
+    // permit waiter as ahead of it: with one waiting for a permit, the lock
+    // of that name could not be taken at all.
+    Db db;
+    auto a = db.open();
+    auto b = db.open();
+    auto only = a.try_acquire_permit("sem/apart", 1);
+    REQUIRE(only);
+    std::optional<sqlock::lease> got;
+    std::thread waiter([&] { got.emplace(b.acquire_permit("sem/apart", 1, 30s)); });  // not fair
+    REQUIRE(test::eventually([&] { return a.waiters("sem/apart").size() == 1; }));
+    std::this_thread::sleep_for(20ms);  // past the 2 ms in which a newcomer may pass a waiter
+    auto lock = a.try_acquire("sem/apart");
+    CHECK(lock);
+    if (lock) lock->release();
+    CHECK(db.open().acquire("sem/apart", 5s).token() > 0);  // a blocking acquire too, once it is free
+    CHECK(a.waiters("sem/apart").size() == 1);               // the permit waiter still waits
+    only->release();
+    waiter.join();
+    REQUIRE(got);
+    CHECK(got->kind() == sqlock::lease_kind::permit);
 }
 
 TEST_CASE_TEMPLATE("a semaphore's limit changes at run time; holders above a lowered limit keep their permits", Db,

@@ -6,6 +6,7 @@
 #include <sqlock/client.hpp>
 
 #include <chrono>
+#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -20,8 +21,10 @@ namespace sqlock {
 // take it shared (client::acquire_shared). Safe for concurrent use: like a
 // std::shared_mutex, many threads may hold it shared at once (each with a
 // shared lease of its own), and unlock_shared() releases one of the calling
-// thread's. Locking it exclusively again while it holds the key exclusively
-// throws std::system_error (resource_deadlock_would_occur). Database
+// thread's; one thread at a time holds it exclusively, and another thread's
+// lock() waits for that thread's unlock() even if its lease was lost. The
+// thread holding it exclusively locking it exclusively again throws
+// std::system_error (resource_deadlock_would_occur). Database
 // failures throw sqlock errors.
 class shared_mutex {
 public:
@@ -57,11 +60,19 @@ private:
     bool lock_within(std::chrono::milliseconds timeout);
     bool lock_shared_within(std::chrono::milliseconds timeout);
     void keep_shared(lease l);
+    void let_next_writer();
 
     client client_;
     std::string key_;
     lock_options options_;
-    std::mutex mu_;  // guards held_ and shared_; never held across a database round trip
+    std::mutex mu_;  // guards writer_, held_ and shared_; never held across a database round trip
+    // The thread that holds the key exclusively, or is asking the database
+    // for it: other threads of this process wait here for unlock(), as on a
+    // std::shared_mutex, and never reach the database meanwhile (the
+    // database would grant them the key once the holder's lease ran out,
+    // while the holder is still inside its critical section).
+    std::condition_variable writer_gone_;
+    std::optional<std::thread::id> writer_;
     std::optional<lease> held_;
     std::map<std::thread::id, std::vector<lease>> shared_;
 };

@@ -12,7 +12,7 @@ SET STATEMENT innodb_lock_wait_timeout = 0 FOR
 UPDATE sqlock_locks SET expires_at = expires_at
  WHERE lock_key = ? AND (owner IS NULL OR expires_at <= UTC_TIMESTAMP(6))
    AND NOT EXISTS (SELECT 1 FROM sqlock_waiters w
-                    WHERE w.lock_key = ? AND w.expires_at > UTC_TIMESTAMP(6)
+                    WHERE w.lock_key = ? AND w.kind <> 'P' AND w.expires_at > UTC_TIMESTAMP(6)
                       AND IF(w.fair, w.priority > ? OR (w.priority = ? AND w.ticket < ?),
                              ? = -9223372036854775808 AND w.ticket < ?
                              AND w.enqueued_at <= UTC_TIMESTAMP(6) - INTERVAL 2000 MICROSECOND))

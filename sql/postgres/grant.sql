@@ -8,16 +8,18 @@
 -- that is not fair, also a waiter that is not fair either, has a lower ticket
 -- and has waited 2 ms or more (no barging past a queue: the releaser cannot
 -- re-win the key over waiters that were already waiting; a waiter that has
--- only just queued may still be passed, which keeps handoffs cheap). The upsert keeps the lock row locked until commit, so the fence
--- bump that follows in the same statement happens after exclusion is
--- established; no token is drawn (or burnt) by an attempt that loses. A
--- granted waiter leaves the queue in the same statement. remaining_ms reads
--- the holder's lease from the statement's snapshot, for the caller's backoff.
+-- only just queued may still be passed, which keeps handoffs cheap). Waiters
+-- for a permit of a semaphore of the same name (kind 'P') are not the lock's.
+-- The upsert keeps the lock row locked until commit, so the fence bump that
+-- follows in the same statement happens after exclusion is established; no
+-- token is drawn (or burnt) by an attempt that loses. A granted waiter leaves
+-- the queue in the same statement. remaining_ms reads the holder's lease from
+-- the statement's snapshot, for the caller's backoff.
 WITH granted AS (
     INSERT INTO sqlock_locks AS l (lock_key, owner, mode, expires_at, acquired_at, holder, note)
     SELECT $1, $2, $3, clock_timestamp() + $4::bigint * interval '1 millisecond', clock_timestamp(), $5, $6
      WHERE NOT EXISTS (SELECT 1 FROM sqlock_waiters w
-                        WHERE w.lock_key = $1 AND w.expires_at > clock_timestamp()
+                        WHERE w.lock_key = $1 AND w.kind <> 'P' AND w.expires_at > clock_timestamp()
                           AND CASE WHEN w.fair
                                    THEN w.priority > $8::bigint OR (w.priority = $8::bigint AND w.ticket < $7::bigint)
                                    ELSE $8::bigint = -9223372036854775808 AND w.ticket < $7::bigint

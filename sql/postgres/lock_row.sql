@@ -17,7 +17,7 @@ SELECT r.lock_key IS NOT NULL AS present,
        SELECT l.lock_key FROM sqlock_locks l
         WHERE l.lock_key = $1 AND (l.owner IS NULL OR l.expires_at <= clock_timestamp())
           AND NOT EXISTS (SELECT 1 FROM sqlock_waiters w
-                           WHERE w.lock_key = $1 AND w.expires_at > clock_timestamp()
+                           WHERE w.lock_key = $1 AND w.kind <> 'P' AND w.expires_at > clock_timestamp()
                              AND CASE WHEN w.fair
                                       THEN w.priority > $3::bigint OR (w.priority = $3::bigint AND w.ticket < $2::bigint)
                                       ELSE $3::bigint = -9223372036854775808 AND w.ticket < $2::bigint

@@ -16,7 +16,7 @@ WITH unflushed AS (
 )
 SELECT (SELECT count(*) FROM released) AS released,
        (SELECT pg_notify(w.listener, w.ticket::text) FROM sqlock_waiters w
-         WHERE w.lock_key = $1 AND w.listener IS NOT NULL AND w.expires_at > clock_timestamp()
+         WHERE w.lock_key = $1 AND w.kind <> 'P' AND w.listener IS NOT NULL AND w.expires_at > clock_timestamp()
            AND EXISTS (SELECT 1 FROM released)
          ORDER BY w.fair DESC, w.priority DESC, w.ticket LIMIT 1) IS NOT NULL AS woke,
        (SELECT count(*) FROM unflushed) AS unflushed

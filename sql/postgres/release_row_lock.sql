@@ -6,5 +6,5 @@
 -- commit does not wait for the disk.
 SELECT set_config('synchronous_commit', 'off', true),
        (SELECT pg_notify(w.listener, w.ticket::text) FROM sqlock_waiters w
-         WHERE w.lock_key = $1 AND w.listener IS NOT NULL AND w.expires_at > clock_timestamp()
+         WHERE w.lock_key = $1 AND w.kind <> 'P' AND w.listener IS NOT NULL AND w.expires_at > clock_timestamp()
          ORDER BY w.fair DESC, w.priority DESC, w.ticket LIMIT 1)

@@ -3,15 +3,16 @@
 -- priority (min: not fair, so every live fair waiter is ahead). Granted only
 -- when no live waiter is ahead and the lock row is free, expired or its own;
 -- ahead as in sql/postgres/grant.sql (a fair waiter by priority then ticket;
--- for a request that is not fair, also an earlier waiter that is not fair
--- and has waited 2 ms or more). A write statement takes SQLite's
--- write lock before it reads, so the counter read and the grant are one
--- serial step; the triggers copy the new token into sqlock_fences.
+-- for a request that is not fair, also an earlier waiter that is not fair and
+-- has waited 2 ms or more). Waiters for a permit of a semaphore of the same
+-- name (kind 'P') are not the lock's. A write statement takes SQLite's write
+-- lock before it reads, so the counter read and the grant are one serial step;
+-- the triggers copy the new token into sqlock_fences.
 INSERT INTO sqlock_locks (lock_key, owner, mode, token, expires_ms, acquired_ms, holder, note)
 SELECT ?1, ?2, ?3, coalesce((SELECT token FROM sqlock_fences WHERE lock_key = ?1), 0) + 1,
        sqlock_now_ms() + ?4, sqlock_now_ms(), ?5, ?6
  WHERE NOT EXISTS (SELECT 1 FROM sqlock_waiters w
-                    WHERE w.lock_key = ?1 AND w.expires_ms > sqlock_now_ms()
+                    WHERE w.lock_key = ?1 AND w.kind <> 'P' AND w.expires_ms > sqlock_now_ms()
                       AND CASE WHEN w.fair THEN w.priority > ?8 OR (w.priority = ?8 AND w.ticket < ?7)
                                ELSE ?8 = -9223372036854775808 AND w.ticket < ?7
                                     AND w.enqueued_ms <= sqlock_now_ms() - 2 END)

@@ -5,5 +5,5 @@
 -- (src/dialects/sqlite/doorbell.hpp).
 DELETE FROM sqlock_locks WHERE lock_key = ?1 AND owner = ?2
 RETURNING (SELECT w.listener FROM sqlock_waiters w
-            WHERE w.lock_key = ?1 AND w.listener IS NOT NULL AND w.expires_ms > sqlock_now_ms()
+            WHERE w.lock_key = ?1 AND w.kind <> 'P' AND w.listener IS NOT NULL AND w.expires_ms > sqlock_now_ms()
             ORDER BY w.fair DESC, w.priority DESC, w.ticket LIMIT 1)
