@@ -267,6 +267,31 @@ TEST_CASE_TEMPLATE("a client whose wall clock is an hour off sees the same lease
     CHECK(parent->renew());
 }
 
+TEST_CASE_TEMPLATE("a waiter whose wall clock is an hour off keeps its place against newcomers", Db, ALL_BACKENDS) {
+    // The queue's arrival time is database time too: an hour ahead, a
+    // waiter's arrival read from its own clock would look an hour from now,
+    // and every newcomer could pass it for that hour (not fair mode lets a
+    // newcomer pass only a waiter that arrived within the last 2 ms).
+    Db db;
+    auto c = db.open();
+    const std::string key = "process/clock-queue";
+    auto held = c.try_acquire(key, {.lease = 30s});
+    REQUIRE(held);
+    std::vector<std::string> env{"ASAN_OPTIONS=verify_asan_link_order=0"};
+    std::ranges::copy(test::faketime::env("+1h"), std::back_inserter(env));
+    test::child waiter({test::worker_path(), "wait-key", db.url(), db.prefix, key}, env);
+    REQUIRE(test::eventually([&] { return c.waiters(key).size() == 1; }, 30s));
+    std::this_thread::sleep_for(50ms);  // well past the 2 ms
+    const auto queued = c.waiters(key);
+    REQUIRE(queued.size() == 1);
+    CHECK(queued[0].waited >= 40ms);
+    CHECK(queued[0].waited < 30s);
+    held->release();
+    CHECK_FALSE(c.try_acquire(key));  // the waiter's turn, not this newcomer's
+    CHECK(number_after(test::line_or_eof(waiter.read_line(30s)), "granted ") > held->token());
+    CHECK(waiter.wait() == 0);
+}
+
 TEST_CASE_TEMPLATE("four processes migrating a new prefix at once all succeed", Db, ALL_BACKENDS) {
     Db db;  // for its database; the workers migrate prefixes nobody created yet
     const int required = db.open().required_schema_version();

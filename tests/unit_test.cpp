@@ -85,6 +85,15 @@ TEST_CASE("sqlite URLs take relative and absolute paths") {
     CHECK_THROWS_AS(parse_sqlite_path("sqlite:"), sqlock::config_error);
     CHECK_THROWS_AS(parse_sqlite_path("sqlite::memory:"), sqlock::config_error);
     CHECK_THROWS_AS(parse_sqlite_path("sqlite:locks.db?mode=ro"), sqlock::config_error);
+    // Percent-escaped, the same names are refused too: an in-memory database,
+    // a URI whose parameters (nolock=1) turn off SQLite's file locking, a NUL.
+    CHECK(parse_sqlite_path("sqlite:/tmp/my%20locks.db") == "/tmp/my locks.db");
+    CHECK_THROWS_AS(parse_sqlite_path("sqlite:%3Amemory%3A"), sqlock::config_error);
+    CHECK_THROWS_AS(parse_sqlite_path("sqlite:file:/tmp/locks.db%3Fnolock=1"), sqlock::config_error);
+    CHECK_THROWS_AS(parse_sqlite_path("sqlite:%66ile:/tmp/locks.db"), sqlock::config_error);
+    CHECK_THROWS_AS(parse_sqlite_path("sqlite:%00"), sqlock::config_error);
+    CHECK_THROWS_AS(parse_sqlite_path("sqlite:/tmp/a%00b.db"), sqlock::config_error);
+    CHECK(parse_sqlite_path("sqlite:./file:odd.db") == "./file:odd.db");  // a file, named so
 }
 
 TEST_CASE("unknown or missing schemes are configuration errors") {

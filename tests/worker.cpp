@@ -254,6 +254,14 @@ int clock_scenario(char** argv) {
     return 0;
 }
 
+// Waits (not fair) for a key another process holds; says when granted.
+int wait_key(char** argv) {
+    auto db = open(argv[2], argv[3]);
+    auto lease = db.acquire(argv[4], 30s);
+    say("granted " + std::to_string(lease.token()));
+    return 0;
+}
+
 std::atomic<bool> continued{false};
 static_assert(std::atomic<bool>::is_always_lock_free, "set from a signal handler");
 
@@ -628,6 +636,7 @@ int main(int argc, char** argv) {
         if (cmd == "ha-counter" && argc == 9) return ha_counter(argv);
         if (cmd == "migrate" && argc == 4) return migrate(argv);
         if (cmd == "clock" && argc == 6) return clock_scenario(argv);
+        if (cmd == "wait-key" && argc == 5) return wait_key(argv);
         if (cmd == "frozen" && argc == 7) return frozen(argv);
         if (cmd == "churn" && argc == 7) return churn(argv);
         if (cmd == "grant-loop" && argc == 6) return grant_loop(argv);

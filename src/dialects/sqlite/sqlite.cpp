@@ -259,14 +259,21 @@ std::string parse_sqlite_path(std::string_view url) {
     std::string_view rest = url.substr(url.find(':') + 1);
     // sqlite:///abs/path and sqlite://rel/path are URL-shaped spellings of
     // sqlite:/abs/path and sqlite:rel/path.
-    std::string_view path = rest.substr(0, 2) == "//" ? rest.substr(2) : rest;
-    if (path.find('?') != std::string_view::npos)
+    std::string_view raw = rest.substr(0, 2) == "//" ? rest.substr(2) : rest;
+    if (raw.find('?') != std::string_view::npos)
         throw config_error("sqlite URL takes no parameters: use sqlite:path/to/file.db");
+    // Checked after decoding: "%3Amemory%3A" is ":memory:", and "%3F" a '?'
+    // that SQLite (Debian's is built with URI filenames on) would read as
+    // parameters such as nolock=1, which turns off the file locking every
+    // grant relies on.
+    const std::string path = percent_decode(raw);
     if (path.empty()) throw config_error("sqlite URL names no file: use sqlite:path/to/file.db");
-    if (path == ":memory:" || path.substr(0, 13) == "file::memory:")
-        throw config_error("sqlite in-memory databases are private to one connection and cannot hold "
-                           "shared locks: use a file, e.g. sqlite:/tmp/locks.db");
-    return percent_decode(path);
+    if (path.find('\0') != std::string::npos) throw config_error("sqlite URL's file name holds a NUL byte (%00)");
+    if (path == ":memory:" || path.starts_with("file:"))
+        throw config_error("sqlite URL must name a plain file, not ':memory:' (private to one connection, so "
+                           "it cannot hold shared locks) or a 'file:' URI: use e.g. sqlite:/tmp/locks.db, "
+                           "or ./file:name.db for a file whose name starts with 'file:'");
+    return path;
 }
 
 std::unique_ptr<dialect> make_sqlite(const dialect_context& ctx) {
