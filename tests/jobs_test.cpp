@@ -13,6 +13,7 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <future>
 #include <latch>
 #include <map>
 #include <set>
@@ -251,6 +252,74 @@ TEST_CASE_TEMPLATE("a run that loses its lease mid-run stops, records nothing as
     CHECK(again.record.last_error.find("did not finish") != std::string::npos);
 }
 
+// A claim answered after the lease's deadline (its grant waited on SQLite's
+// write lock longer than the lease) holds a lease already lost, while the
+// database's copy still lets the claim through: the body must not start, as
+// another instance may take the run over at any moment. SQLite, whose grant
+// waits for the write lock up to statement_timeout (10 s); the servers' row
+// lock waits end long before a lease. The check is the runner's, the same
+// for every backend.
+TEST_CASE("a run whose lease was lost before its body started does not run the body, nor count the attempt") {
+    test::sqlite_db db;
+    sqlock::job_runner runner(db.open(), {.lease = 300ms});
+    REQUIRE(runner.run("late", "warm-up", [](const sqlock::job_context&) {}).status == sqlock::job_status::ran);
+    auto writer = db.raw();
+    writer->begin();  // BEGIN IMMEDIATE: the run's grant waits for this
+    std::atomic<bool> ran{false};
+    auto pending = std::async(std::launch::async, [&] {
+        return runner.run("late", "k1", [&](const sqlock::job_context&) { ran = true; });
+    });
+    std::this_thread::sleep_for(2s);  // the grant was sent long before; its 300 ms lease has passed
+    writer->commit();
+    const auto out = pending.get();
+    CHECK_FALSE(ran.load());
+    CHECK(out.status == sqlock::job_status::lost);
+    CHECK_FALSE(out.executed);
+    CHECK(out.error.find("it was not run") != std::string::npos);
+    auto again = runner.run("late", "k1", [&](const sqlock::job_context& c) { CHECK(c.attempt == 1); });
+    CHECK(again.status == sqlock::job_status::ran);
+    CHECK(again.record.attempts == 1);
+}
+
+// A database that answers but refuses the outcome's row is not retried
+// until the lease is gone: the watchdog keeps the lease while the database
+// answers, so that would never end, with the run's key held all along.
+TEST_CASE_TEMPLATE("an outcome the database refuses ends the run as lost instead of retrying forever", Db,
+                   ALL_BACKENDS) {
+    Db db;
+    sqlock::job_runner runner(db.open(), {.lease = 3s});
+    REQUIRE(runner.run("refused", "warm-up", [](const sqlock::job_context&) {}).status == sqlock::job_status::ran);
+    auto raw = db.raw();
+    const std::string table = db.table("job_runs"), trigger = db.table("refuse");
+    if (db.name() == "postgres") {
+        raw->exec("CREATE FUNCTION " + trigger +
+                  "() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused by a test trigger'; END $$");
+        raw->exec("CREATE TRIGGER " + trigger + " BEFORE UPDATE ON " + table +
+                  " FOR EACH ROW WHEN (NEW.status = 'succeeded') EXECUTE FUNCTION " + trigger + "()");
+    } else if (db.name() == "mysql") {
+        raw->exec("CREATE TRIGGER " + trigger + " BEFORE UPDATE ON " + table +
+                  " FOR EACH ROW BEGIN IF NEW.status = 'succeeded' THEN"
+                  " SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'refused by a test trigger'; END IF; END");
+    } else {
+        raw->exec("CREATE TRIGGER " + trigger + " BEFORE UPDATE ON " + table +
+                  " WHEN NEW.status = 'succeeded' BEGIN SELECT RAISE(ABORT, 'refused by a test trigger'); END");
+    }
+    auto pending = std::async(std::launch::async, [&] {
+        return runner.run("refused", "k1", [](const sqlock::job_context&) { return std::string("done"); });
+    });
+    const bool ended = pending.wait_for(30s) == std::future_status::ready;
+    CHECK(ended);
+    if (!ended) raw->exec("DROP TRIGGER " + trigger + (db.name() == "postgres" ? " ON " + table : ""));  // let it end
+    const auto out = pending.get();
+    if (ended) {
+        CHECK(out.status == sqlock::job_status::lost);
+        CHECK(out.executed);
+        CHECK(out.error.find("refused by a test trigger") != std::string::npos);
+        CHECK(out.record.status == sqlock::run_status::running);  // as claimed; never marked done
+        CHECK(db.open().try_acquire(sqlock::job_runner::lock_key("refused", "k1")));  // and the key was let go
+    }
+}
+
 // sqlock run's guardian stops PROGRAM at the lease's deadline even when a
 // last-moment renewal kept the lease: PROGRAM may have stopped half-way, so
 // the body says so with lease_lost_error and the run must not count as done
@@ -353,10 +422,13 @@ TEST_CASE_TEMPLATE("the sweeper deletes ledger rows older than the retention", D
     sqlock::job_runner runner(client);
     CHECK(runner.run("cleanup", "old", [](const sqlock::job_context&) {}).status == sqlock::job_status::ran);
     CHECK(client.sweep() == 0);  // not old yet
-    // A period longer than the retention would see its row swept before it
-    // ended, and its job run again.
+    // A period longer than half the retention could see its row swept while
+    // its run key is still handed out or claimed, and its job run again: at
+    // a period equal to the retention, a row started as the period began is
+    // swept as it ends, under a caller that got the run key a moment before.
     CHECK_THROWS_WITH_AS(runner.run_key(sqlock::every{2s}), doctest::Contains("job_retention"), sqlock::config_error);
-    CHECK_NOTHROW(runner.run_key(sqlock::every{1s}));
+    CHECK_THROWS_WITH_AS(runner.run_key(sqlock::every{1s}), doctest::Contains("job_retention"), sqlock::config_error);
+    CHECK_NOTHROW(runner.run_key(sqlock::every{500ms}));
     std::this_thread::sleep_for(1200ms);
     CHECK(runner.run("cleanup", "new", [](const sqlock::job_context&) {}).status == sqlock::job_status::ran);
     CHECK(client.sweep() == 1);

@@ -155,12 +155,17 @@ std::string job_runner::run_key(every period) {
     // The sweeper deletes a ledger row job_retention after its run started;
     // a row deleted before its period ends would let the job run again in
     // that period.
+    // A run key is handed out until its period ends and may be claimed a
+    // while later (a caller that waited), so the row must outlive its period
+    // by a margin: half the retention at most.
     const auto retention = db_.impl_->options().job_retention;
-    if (retention.count() > 0 && period.period > retention)
+    if (retention.count() > 0 && period.period > retention / 2)
         throw config_error("a job period of " + std::to_string(period.period.count()) +
-                           " ms is longer than client_options.job_retention (" + std::to_string(retention.count()) +
-                           " ms): the sweeper would delete the period's ledger row before the period ends and the "
-                           "job would run again; raise job_retention or set it to zero (keep rows forever)");
+                           " ms is longer than half of client_options.job_retention (" +
+                           std::to_string(retention.count()) +
+                           " ms): the sweeper could delete the period's ledger row while the period's run key is "
+                           "still in use and the job would run again; raise job_retention to at least twice the "
+                           "period, or set it to zero (keep rows forever)");
     const auto now = db_.database_time().time_since_epoch().count();
     const auto p = period.period.count();
     const sys_ms start{std::chrono::milliseconds(now - now % p)};
@@ -333,9 +338,16 @@ job_outcome job_runner::run_body(std::string_view job, std::string_view run_key,
     std::string result, error;
     bool ok = false;
     bool body_lost = false;  // the body stopped because it judged the lease gone
+    // A lease already lost (a claim answered after the lease's deadline, the
+    // database's copy still live) must not start the body: another instance
+    // may take the run over as soon as the database lets the lease go.
+    const bool started = !held->lost();
+    if (!started) error = "the lease was lost before the job started; it was not run";
     try {
-        result = body(job_context{job, run_key, token, attempt, held->stop_token(), *held});
-        ok = true;
+        if (started) {
+            result = body(job_context{job, run_key, token, attempt, held->stop_token(), *held});
+            ok = true;
+        }
     } catch (const lease_lost_error& e) {
         body_lost = true;
         error = e.what();
@@ -354,9 +366,10 @@ job_outcome job_runner::run_body(std::string_view job, std::string_view run_key,
 
     // Record the outcome, fenced: if the lease is gone, nothing is written.
     job_outcome out;
-    out.executed = true;
+    out.executed = started;
+    // An attempt whose body never started does not count.
     detail::job_write w{.job = job, .run_key = run_key, .owner = held->owner(), .holder = holder,
-                        .token = token, .attempts = attempt};
+                        .token = token, .attempts = started ? attempt : attempt - 1};
     std::string stored_error;
     if (held->lost() || body_lost) {
         // Our deadline passed, though the database may not have given the
@@ -364,7 +377,8 @@ job_outcome job_runner::run_body(std::string_view job, std::string_view run_key,
         // renewal kept it): the body may have stopped half-way, so this
         // attempt does not count as done. Retry at once.
         out.status = job_status::lost;
-        out.error = "the lease was lost during the run" + (error.empty() ? std::string() : ": " + error);
+        out.error = !started ? error
+                             : "the lease was lost during the run" + (error.empty() ? std::string() : ": " + error);
         stored_error = storable(out.error, max_error_bytes);
         w.status = to_string(run_status::failed);
         w.retry_in_ms = 0;
@@ -388,8 +402,11 @@ job_outcome job_runner::run_body(std::string_view job, std::string_view run_key,
     // until the lease is gone, rather than thrown at a caller who would not
     // know whether the job ran. If it stays unreachable, the run stays
     // "running" in the ledger and the next caller retries it once the lease
-    // has expired.
+    // has expired. Any other error (the database refusing the row) is tried
+    // a few times only: retried until the lease is gone, it would never end,
+    // as the watchdog keeps the lease while the database answers.
     detail::fence_result recorded;
+    int refused = 0;
     for (auto pause = std::chrono::milliseconds(50);; pause = std::min(pause * 2, std::chrono::milliseconds(1000))) {
         try {
             recorded = impl.with_session([&](detail::session& s) {
@@ -400,8 +417,11 @@ job_outcome job_runner::run_body(std::string_view job, std::string_view run_key,
             });
             break;
         } catch (const sqlock::error& e) {
-            if (held->lost()) {
-                recorded = {false, std::string("the outcome could not be recorded before the lease ran out: ") +
+            const bool unreachable = dynamic_cast<const connection_error*>(&e) || dynamic_cast<const timeout_error*>(&e);
+            if (held->lost() || (!unreachable && ++refused >= 3)) {
+                recorded = {false, std::string(held->lost() ? "the outcome could not be recorded before the lease "
+                                                              "ran out: "
+                                                            : "the database refused the outcome's record: ") +
                                        e.what()};
                 break;
             }
