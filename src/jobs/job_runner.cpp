@@ -152,12 +152,11 @@ std::string job_runner::lock_key(std::string_view job, std::string_view run_key)
 std::string job_runner::run_key(every period) {
     if (period.period <= std::chrono::milliseconds::zero())
         throw config_error("a job period must be positive (got " + std::to_string(period.period.count()) + " ms)");
-    // The sweeper deletes a ledger row job_retention after its run started;
-    // a row deleted before its period ends would let the job run again in
-    // that period.
+    // The sweeper deletes a ledger row job_retention after its run started,
+    // and a row deleted while its run key is in use lets the job run again.
     // A run key is handed out until its period ends and may be claimed a
-    // while later (a caller that waited), so the row must outlive its period
-    // by a margin: half the retention at most.
+    // while later (a caller that waited): so a period of half the retention
+    // at most.
     const auto retention = db_.impl_->options().job_retention;
     if (retention.count() > 0 && period.period > retention / 2)
         throw config_error("a job period of " + std::to_string(period.period.count()) +
