@@ -315,17 +315,18 @@ TEST_CASE_TEMPLATE("sqlock::shared_mutex works with std::shared_lock and std::un
     m2.unlock_shared();
 }
 
-TEST_CASE_TEMPLATE("threads sharing a sqlock::shared_mutex hold it exclusively one at a time, lost lease or not", Db,
-                   ALL_BACKENDS) {
-    // The old adapter kept one lease slot for every thread: a second thread
-    // asked the database as soon as the first thread's lease ran out, won,
-    // and the first thread's unlock() then released the second's lease, so
-    // another client took the key while the second was inside.
-    Db db;
+// Two threads lock one adapter object (sqlock::mutex or sqlock::shared_mutex)
+// whose lease runs out while the first is inside. The old adapters kept one
+// lease slot for every thread: the second thread asked the database as soon
+// as the first thread's lease ran out, won, and the first thread's unlock()
+// then released the second's lease, so another client took the key while the
+// second was inside.
+template <class Mutex, class Db>
+void threads_take_turns(Db& db, const std::string& key) {
     auto other = db.open();
-    auto held = other.try_acquire("rw/threads");
+    auto held = other.try_acquire(key);
     REQUIRE(held);
-    sqlock::shared_mutex m(db.open(), "rw/threads", {.lease = 1s, .auto_renew = false});
+    Mutex m(db.open(), key, {.lease = 1s, .auto_renew = false});
     std::mutex order_mu;
     std::vector<int> order;  // the threads, in the order lock() returned
     std::atomic<int> locked{0};
@@ -346,7 +347,7 @@ TEST_CASE_TEMPLATE("threads sharing a sqlock::shared_mutex hold it exclusively o
         } else {
             // The second: inside, with the first gone, the key is ours alone.
             CHECK(test::eventually([&] { return first_unlocked.load(); }, 10s));
-            probe_while_second_holds = other.try_acquire("rw/threads");
+            probe_while_second_holds = other.try_acquire(key);
             m.unlock();
         }
     };
@@ -358,7 +359,14 @@ TEST_CASE_TEMPLATE("threads sharing a sqlock::shared_mutex hold it exclusively o
     b.join();
     CHECK(order.size() == 2);
     CHECK_FALSE(probe_while_second_holds);
-    CHECK(other.try_acquire("rw/threads"));  // both unlocked
+    CHECK(other.try_acquire(key));  // both unlocked
+}
+
+TEST_CASE_TEMPLATE("threads sharing a sqlock::mutex or shared_mutex hold it one at a time, lost lease or not", Db,
+                   ALL_BACKENDS) {
+    Db db;
+    SUBCASE("sqlock::mutex") { threads_take_turns<sqlock::mutex>(db, "m/threads"); }
+    SUBCASE("sqlock::shared_mutex") { threads_take_turns<sqlock::shared_mutex>(db, "rw/threads"); }
 }
 
 TEST_CASE_TEMPLATE("a semaphore grants at most its permits, and a released permit is granted again", Db,

@@ -5,18 +5,26 @@
 #include <sqlock/client.hpp>
 
 #include <chrono>
-#include <optional>
+#include <memory>
 #include <string>
 
 namespace sqlock {
 
-// One key of one client, locked and unlocked like a std::timed_mutex.
-// Like std::timed_mutex, one object is locked and unlocked by one thread at a
-// time; locking it again while it holds the key throws std::system_error
-// (resource_deadlock_would_occur). Database failures throw sqlock errors.
+namespace detail {
+class exclusive_turn;
+}
+
+// One key of one client, locked and unlocked like a std::timed_mutex. Safe
+// for concurrent use: one thread at a time holds it, and another thread's
+// lock() waits in this process for that thread's unlock(), even if the
+// holder's lease was lost meanwhile (the database alone would let the second
+// thread in while the first is still inside). The thread holding it locking
+// it again throws std::system_error (resource_deadlock_would_occur). Database
+// failures throw sqlock errors.
 class mutex {
 public:
     mutex(client c, std::string key, lock_options options = {});
+    ~mutex();
     mutex(const mutex&) = delete;
     mutex& operator=(const mutex&) = delete;
 
@@ -32,15 +40,16 @@ public:
     }
     void unlock();
 
-    // The lease while locked (for its token and lost()); null otherwise.
-    const lease* held() const noexcept { return held_ ? &*held_ : nullptr; }
+    // The lease while locked, for the thread holding it (its token and
+    // lost()); null otherwise.
+    const lease* held() const noexcept;
 
 private:
     bool lock_within(std::chrono::milliseconds timeout);
     client client_;
     std::string key_;
     lock_options options_;
-    std::optional<lease> held_;
+    std::unique_ptr<detail::exclusive_turn> turn_;
 };
 
 }  // namespace sqlock

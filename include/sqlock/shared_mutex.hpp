@@ -6,15 +6,18 @@
 #include <sqlock/client.hpp>
 
 #include <chrono>
-#include <condition_variable>
 #include <map>
+#include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 namespace sqlock {
+
+namespace detail {
+class exclusive_turn;
+}
 
 // One key of one client, locked like a std::shared_timed_mutex: lock() and
 // friends take it exclusively (client::acquire), lock_shared() and friends
@@ -29,6 +32,7 @@ namespace sqlock {
 class shared_mutex {
 public:
     shared_mutex(client c, std::string key, lock_options options = {});
+    ~shared_mutex();
     shared_mutex(const shared_mutex&) = delete;
     shared_mutex& operator=(const shared_mutex&) = delete;
 
@@ -60,20 +64,12 @@ private:
     bool lock_within(std::chrono::milliseconds timeout);
     bool lock_shared_within(std::chrono::milliseconds timeout);
     void keep_shared(lease l);
-    void let_next_writer();
 
     client client_;
     std::string key_;
     lock_options options_;
-    std::mutex mu_;  // guards writer_, held_ and shared_; never held across a database round trip
-    // The thread that holds the key exclusively, or is asking the database
-    // for it: other threads of this process wait here for unlock(), as on a
-    // std::shared_mutex, and never reach the database meanwhile (the
-    // database would grant them the key once the holder's lease ran out,
-    // while the holder is still inside its critical section).
-    std::condition_variable writer_gone_;
-    std::optional<std::thread::id> writer_;
-    std::optional<lease> held_;
+    std::unique_ptr<detail::exclusive_turn> writer_;  // one thread at a time, as for sqlock::mutex
+    std::mutex mu_;  // guards shared_; never held across a database round trip
     std::map<std::thread::id, std::vector<lease>> shared_;
 };
 

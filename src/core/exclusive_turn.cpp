@@ -1,0 +1,73 @@
+#include "core/exclusive_turn.hpp"
+
+#include <sqlock/errors.hpp>
+
+#include <system_error>
+
+namespace sqlock::detail {
+
+bool exclusive_turn::lock(client& c, const std::string& key, const lock_options& options,
+                          std::chrono::milliseconds timeout) {
+    // Beyond a century is for ever (and would overflow the steady clock).
+    const bool forever = timeout >= std::chrono::hours(24 * 365 * 100);
+    const auto deadline = std::chrono::steady_clock::now() + (forever ? std::chrono::milliseconds::zero() : timeout);
+    {
+        std::unique_lock l(mu_);
+        if (inside_ == std::this_thread::get_id())
+            throw std::system_error(std::make_error_code(std::errc::resource_deadlock_would_occur));
+        if (forever) {
+            left_.wait(l, [&] { return !inside_; });
+        } else if (!left_.wait_until(l, deadline, [&] { return !inside_; })) {
+            return false;  // another thread of ours still holds it (try_lock: at once)
+        }
+        inside_ = std::this_thread::get_id();
+    }
+    std::optional<lease> got;
+    try {
+        const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        if (!forever && left <= std::chrono::milliseconds::zero()) {
+            got = c.try_acquire(key, options);
+        } else {
+            got.emplace(c.acquire(key, forever ? wait_forever : left, options));
+        }
+    } catch (const timeout_error&) {
+    } catch (...) {
+        leave();
+        throw;
+    }
+    if (!got) {
+        leave();
+        return false;
+    }
+    std::lock_guard l(mu_);
+    held_ = std::move(got);
+    return true;
+}
+
+void exclusive_turn::unlock() {
+    std::optional<lease> l;
+    {
+        std::lock_guard g(mu_);
+        if (!inside_ || !held_) return;
+        l.swap(held_);
+    }
+    // Released before the next thread asks, so that its first attempt finds
+    // the key free; the turn passes on even if the release fails.
+    try {
+        l->release();
+    } catch (...) {
+        leave();
+        throw;
+    }
+    leave();
+}
+
+void exclusive_turn::leave() {
+    {
+        std::lock_guard g(mu_);
+        inside_.reset();
+    }
+    left_.notify_all();  // all: one whose wait just timed out may take a notify_one
+}
+
+}  // namespace sqlock::detail

@@ -1,0 +1,50 @@
+#pragma once
+// The exclusive side of sqlock::mutex and sqlock::shared_mutex: one thread of
+// this process at a time holds the object's key, and the others wait here, as
+// on a std::timed_mutex, rather than at the database.
+//
+// Asking the database is not enough: it would grant another thread of this
+// process the key as soon as the holding thread's lease ran out (no renewal,
+// max_hold, a partition), while that thread is still inside its critical
+// section; the object's one lease slot would then be overwritten, and the
+// first thread's unlock() would release the second thread's lease, letting
+// another client in while the second is inside.
+
+#include <sqlock/client.hpp>
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+namespace sqlock::detail {
+
+class exclusive_turn {
+public:
+    // Waits for the other threads' turns (up to timeout; wait_forever: for
+    // ever; zero: only if none is inside), then asks the database for key in
+    // the time left. True when the calling thread holds the key. Throws
+    // std::system_error (resource_deadlock_would_occur) when it holds it
+    // already, and the database's errors.
+    bool lock(client& c, const std::string& key, const lock_options& options, std::chrono::milliseconds timeout);
+
+    // Releases the key and lets the next thread in, even if the release
+    // throws. Any thread may call it (a std::unique_lock may be moved to
+    // another thread); nothing happens when the key is not held.
+    void unlock();
+
+    // The lease, for the thread holding the key; null otherwise.
+    const lease* held() const noexcept { return held_ ? &*held_ : nullptr; }
+
+private:
+    void leave();
+
+    std::mutex mu_;  // guards inside_ and held_; never held across a database round trip
+    std::condition_variable left_;
+    std::optional<std::thread::id> inside_;  // holds the key, or is asking the database for it
+    std::optional<lease> held_;
+};
+
+}  // namespace sqlock::detail
