@@ -40,6 +40,7 @@ public:
         sqlite3_create_function_v2(db_, fn.c_str(), 0, SQLITE_UTF8, nullptr, now_ms, nullptr, nullptr, nullptr);
         exec("PRAGMA journal_mode=WAL");
         exec("PRAGMA foreign_keys=ON");
+        exec("PRAGMA temp_store=MEMORY");
         if (relaxed) exec(sql_texts(std::filesystem::path(t.sql_dir) / "sqlite", t.prefix).get("relaxed_durability"));
     }
     ~session() {
@@ -282,7 +283,8 @@ std::vector<std::string> sqlite_facts(const target& t) {
         std::string("Library: SQLite ") + sqlite3_libversion() + ", in process",
         "Settings: journal_mode=" + s.pragma("journal_mode") + ", synchronous=" +
             (sync.size() == 1 && sync[0] >= '0' && sync[0] <= '3' ? sync_names[sync[0] - '0'] : sync) +
-            " (the build default, which strict keeps; relaxed uses NORMAL)",
+            " (the build default, which strict keeps; relaxed uses NORMAL), temp_store=" +
+            (s.pragma("temp_store") == "2" ? std::string("MEMORY") : s.pragma("temp_store")),
     };
 }
 
