@@ -22,6 +22,18 @@
 // therefore waits for the writers ahead of it and at most `patience` (plus
 // the statement running) of others'; a turn nobody asks for stays unused for
 // at most `patience`.
+//
+// Why 3 ms: a hand-over costs 32 threads about 0.15-0.3 ms of throughput,
+// more than its parts measured alone explain (the queue with busy loops for
+// statements loses 4%; switching between two connections costs 5 us a
+// switch); the rest, presumably the next writer's thread and caches
+// starting cold, was not pinned down. In interleaved runs on 2026-11-25 (two rounds
+// of 3 repetitions), 32 threads did 0.75-0.95x the raw statements' rate
+// with 1 ms, 0.83-0.88x with 2 ms and 0.86-0.96x with 3 ms. The price is the
+// wait: with 32 threads writing without a pause, a lock + unlock's p99 went
+// from 35-40 ms (1 ms) to 97-105 ms. The raw statements' p99 is lower only
+// because SQLite's busy handler lets a few threads do nearly all the writes
+// while the others sleep.
 
 #include <chrono>
 #include <condition_variable>
@@ -34,7 +46,7 @@ namespace sqlock::detail {
 class write_queue {
 public:
     using clock = std::chrono::steady_clock;
-    static constexpr clock::duration patience = std::chrono::milliseconds(1);
+    static constexpr clock::duration patience = std::chrono::milliseconds(3);
 
     void lock() {
         std::unique_lock l(mu_);
