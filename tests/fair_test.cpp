@@ -361,15 +361,15 @@ TEST_CASE_TEMPLATE("a lock's release rings the lock's waiter, not a semaphore's 
         auto permit = holder.try_acquire_permit(key, 1, {.lease = 60s});
         REQUIRE(held);
         REQUIRE(permit);
-        std::thread p([&] {
-            CHECK_THROWS_AS((void)permit_waiter.acquire_permit(key, 1, 3s, {.fair = true}), sqlock::timeout_error);
-        });
+        std::optional<sqlock::lease> got_permit;
+        std::thread p([&] { got_permit.emplace(permit_waiter.acquire_permit(key, 1, 60s, {.fair = true})); });
         REQUIRE(test::eventually([&] { return waiting(db, *raw, key) == 1; }));
         std::optional<sqlock::lease> got;
         std::thread l([&] { got.emplace(lock_waiter.acquire(key, 30s, {.fair = true})); });
         REQUIRE(test::eventually([&] { return waiting(db, *raw, key) == 2; }));
         REQUIRE(test::eventually([&] { return listening(db, *raw, 2); }));
         std::this_thread::sleep_for(300ms);  // both are asleep now
+        REQUIRE(waiting(db, *raw, key) == 2);  // the permit waiter is still queued, ahead of the lock's
         const auto permit_wakeups = permit_waiter.stats().wakeups;
         const auto lock_wakeups = lock_waiter.stats().wakeups;
         held->release();
@@ -377,7 +377,9 @@ TEST_CASE_TEMPLATE("a lock's release rings the lock's waiter, not a semaphore's 
         REQUIRE(got);  // the lock's waiter is granted, with a permit waiter queued before it
         rung = test::eventually([&] { return lock_waiter.stats().wakeups == lock_wakeups + 1; }, ring_wait);
         CHECK(permit_waiter.stats().wakeups == permit_wakeups);  // the permit is still held: no ring for it
+        permit->release();  // now the permit waiter's turn
         p.join();
+        CHECK(got_permit);
     }
     CHECK(rung);
 }

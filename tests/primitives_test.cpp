@@ -18,6 +18,7 @@
 #include <mutex>
 #include <shared_mutex>
 #include <sstream>
+#include <stop_token>
 #include <thread>
 #include <vector>
 
@@ -353,8 +354,11 @@ void threads_take_turns(Db& db, const std::string& key) {
     };
     std::thread a(body, 1), b(body, 2);
     std::this_thread::sleep_for(100ms);
-    CHECK(m.try_lock() == false);  // another thread's turn (the main thread's try_lock: false, not a throw)
     held->release();
+    // The first thread is inside, its 1 s lease run out: the key is free at
+    // the database, but not in this process (try_lock: false, not a throw).
+    std::this_thread::sleep_for(1500ms);
+    CHECK(m.try_lock() == false);
     a.join();
     b.join();
     CHECK(order.size() == 2);
@@ -367,6 +371,41 @@ TEST_CASE_TEMPLATE("threads sharing a sqlock::mutex or shared_mutex hold it one 
     Db db;
     SUBCASE("sqlock::mutex") { threads_take_turns<sqlock::mutex>(db, "m/threads"); }
     SUBCASE("sqlock::shared_mutex") { threads_take_turns<sqlock::shared_mutex>(db, "rw/threads"); }
+}
+
+// A thread waiting in the process for another thread's unlock() stops at
+// lock_options::cancel, as it would waiting at the database.
+template <class Mutex, class Db>
+void cancel_ends_the_wait(Db& db, const std::string& key) {
+    std::stop_source stop;
+    Mutex m(db.open(), key, {.cancel = stop.get_token()});
+    m.lock();
+    std::atomic<bool> cancelled{false}, ended{false};
+    std::thread waiter([&] {
+        try {
+            m.lock();
+            m.unlock();
+        } catch (const sqlock::cancelled_error&) {
+            cancelled = true;
+        }
+        ended = true;
+    });
+    std::this_thread::sleep_for(200ms);
+    CHECK_FALSE(ended.load());  // waiting for our unlock()
+    stop.request_stop();
+    CHECK(test::eventually([&] { return ended.load(); }, 10s));
+    m.unlock();  // lets a waiter that ignored the stop through, so that the test ends
+    waiter.join();
+    CHECK(cancelled.load());
+    CHECK(m.try_lock());  // the cancelled thread left nothing behind
+    m.unlock();
+}
+
+TEST_CASE_TEMPLATE("a thread waiting for another thread's sqlock::mutex or shared_mutex stops at its cancel token", Db,
+                   ALL_BACKENDS) {
+    Db db;
+    SUBCASE("sqlock::mutex") { cancel_ends_the_wait<sqlock::mutex>(db, "m/cancel"); }
+    SUBCASE("sqlock::shared_mutex") { cancel_ends_the_wait<sqlock::shared_mutex>(db, "rw/cancel"); }
 }
 
 TEST_CASE_TEMPLATE("a semaphore grants at most its permits, and a released permit is granted again", Db,

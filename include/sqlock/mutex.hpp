@@ -18,9 +18,10 @@ class exclusive_turn;
 // for concurrent use: one thread at a time holds it, and another thread's
 // lock() waits in this process for that thread's unlock(), even if the
 // holder's lease was lost meanwhile (the database alone would let the second
-// thread in while the first is still inside). The thread holding it locking
-// it again throws std::system_error (resource_deadlock_would_occur). Database
-// failures throw sqlock errors.
+// thread in while the first is still inside), or until options.cancel stops
+// it (cancelled_error). The thread holding it locking it again throws
+// std::system_error (resource_deadlock_would_occur). Database failures throw
+// sqlock errors.
 class mutex {
 public:
     mutex(client c, std::string key, lock_options options = {});

@@ -25,10 +25,14 @@ class exclusive_turn;
 // std::shared_mutex, many threads may hold it shared at once (each with a
 // shared lease of its own), and unlock_shared() releases one of the calling
 // thread's; one thread at a time holds it exclusively, and another thread's
-// lock() waits for that thread's unlock() even if its lease was lost. The
-// thread holding it exclusively locking it exclusively again throws
-// std::system_error (resource_deadlock_would_occur). Database
-// failures throw sqlock errors.
+// lock() waits for that thread's unlock() even if its lease was lost (or
+// until options.cancel stops it: cancelled_error). Readers and the writer
+// are kept apart by the database alone, each with a lease of its own: a
+// reader and a writer whose lease was lost may overlap, and the one whose
+// lease was lost is told (lease::lost()), as between processes. The thread
+// holding it exclusively locking it exclusively again throws
+// std::system_error (resource_deadlock_would_occur). Database failures throw
+// sqlock errors.
 class shared_mutex {
 public:
     shared_mutex(client c, std::string key, lock_options options = {});

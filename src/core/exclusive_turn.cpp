@@ -15,10 +15,12 @@ bool exclusive_turn::lock(client& c, const std::string& key, const lock_options&
         std::unique_lock l(mu_);
         if (inside_ == std::this_thread::get_id())
             throw std::system_error(std::make_error_code(std::errc::resource_deadlock_would_occur));
-        if (forever) {
-            left_.wait(l, [&] { return !inside_; });
-        } else if (!left_.wait_until(l, deadline, [&] { return !inside_; })) {
-            return false;  // another thread of ours still holds it (try_lock: at once)
+        const auto free = [&] { return !inside_; };
+        if (!(forever ? left_.wait(l, options.cancel, free) : left_.wait_until(l, options.cancel, deadline, free))) {
+            // Another thread of ours still holds it (try_lock: at once).
+            if (timeout > std::chrono::milliseconds::zero() && options.cancel.stop_requested())
+                throw cancelled_error("lock of " + key + " was cancelled");
+            return false;
         }
         inside_ = std::this_thread::get_id();
     }
@@ -60,6 +62,11 @@ void exclusive_turn::unlock() {
         throw;
     }
     leave();
+}
+
+const lease* exclusive_turn::held() const noexcept {
+    std::lock_guard g(mu_);
+    return held_ ? &*held_ : nullptr;
 }
 
 void exclusive_turn::leave() {

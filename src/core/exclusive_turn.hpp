@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <stop_token>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -27,7 +28,10 @@ public:
     // ever; zero: only if none is inside), then asks the database for key in
     // the time left. True when the calling thread holds the key. Throws
     // std::system_error (resource_deadlock_would_occur) when it holds it
-    // already, and the database's errors.
+    // already, cancelled_error when options.cancel stops a wait (here or at
+    // the database), and the database's errors. "The calling thread" is a
+    // thread id: a lock moved to another thread is still the first thread's
+    // for this check.
     bool lock(client& c, const std::string& key, const lock_options& options, std::chrono::milliseconds timeout);
 
     // Releases the key and lets the next thread in, even if the release
@@ -35,14 +39,15 @@ public:
     // another thread); nothing happens when the key is not held.
     void unlock();
 
-    // The lease, for the thread holding the key; null otherwise.
-    const lease* held() const noexcept { return held_ ? &*held_ : nullptr; }
+    // The lease while the key is held; null otherwise. Meant for the thread
+    // holding it: for any other, the lease may be released at any moment.
+    const lease* held() const noexcept;
 
 private:
     void leave();
 
-    std::mutex mu_;  // guards inside_ and held_; never held across a database round trip
-    std::condition_variable left_;
+    mutable std::mutex mu_;  // guards inside_ and held_; never held across a database round trip
+    std::condition_variable_any left_;  // _any: its waits also end on options.cancel
     std::optional<std::thread::id> inside_;  // holds the key, or is asking the database for it
     std::optional<lease> held_;
 };
