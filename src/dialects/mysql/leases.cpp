@@ -126,7 +126,13 @@ std::size_t my_session::sweep(std::size_t limit) {
 }
 
 std::size_t my_session::sweep_waiters(std::size_t limit) {
-    return guarded("sweep_waiters", [&] { return update("sweep_waiters", static_cast<std::int64_t>(limit)); });
+    return guarded("sweep_waiters", [&] {
+        const std::size_t dead = update("sweep_waiters", static_cast<std::int64_t>(limit));
+        // The doorbell's ring counts of listeners that are gone
+        // (migrations/mysql/0013_ring_counts.sql): bookkeeping, not waiters.
+        update("sweep_rings", static_cast<std::int64_t>(limit));
+        return dead;
+    });
 }
 
 std::size_t my_session::sweep_jobs(std::int64_t retention_ms, std::size_t limit) {

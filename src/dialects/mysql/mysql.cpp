@@ -147,37 +147,70 @@ void my_session::migrate() {
     });
 }
 
-bool my_session::doze(const std::string& channel, std::chrono::milliseconds timeout) {
-    char seconds[32];
-    std::snprintf(seconds, sizeof seconds, "%.3f", static_cast<double>(timeout.count()) / 1000.0);
+namespace {
+
+connection_error listener_failed(const sql::SQLException& e) {
+    return connection_error(std::string("MySQL wake-up listener failed: ") + e.what() + " (error " +
+                            std::to_string(e.getErrorCode()) + ")");
+}
+
+}  // namespace
+
+bool my_session::doze(const std::string& channel, std::chrono::milliseconds timeout, std::int64_t& seen) {
     // A release finds this connection by the named lock it holds
     // (hold_doorbell); the channel in the text is for people reading the
-    // process list (and for schema versions 5 to 9, which matched it). It is
-    // the client's own (prefix and hex), checked here anyway because it is
-    // written into the statement.
+    // process list. It is the client's own (prefix and hex), checked here
+    // anyway because it is written into the statement.
     for (char c : channel)
         if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'))
             throw config_error("wake-up channel '" + channel + "' is not [a-z0-9_]*");
-    const std::string text = std::string("SELECT SLEEP(") + seconds + "), '" + channel + "'";
-    try {
-        std::unique_ptr<sql::ResultSet> rs(stmt_->executeQuery(text));
-        return rs->next() && rs->getInt(1) == 1;  // SLEEP() answers 1 when interrupted
-    } catch (const sql::SQLException& e) {
-        if (e.getErrorCode() == er_query_interrupted) return true;
-        throw connection_error(std::string("MySQL wake-up listener failed: ") + e.what() + " (error " +
-                               std::to_string(e.getErrorCode()) + ")");
+    // SLEEP only while the count is `seen`: a ring counted before the
+    // statement began ends it at once, one counted after it began is followed
+    // by its KILL QUERY. The count is read without a lock, so the SLEEP keeps
+    // no release waiting. No row (the sweeper took it while this listener
+    // was reconnecting): -1.
+    auto text = [&](std::chrono::milliseconds ms) {
+        char seconds[32];
+        std::snprintf(seconds, sizeof seconds, "%.3f", static_cast<double>(ms.count()) / 1000.0);
+        return std::string("SELECT SLEEP(IF(t.rung = ") + std::to_string(seen) + ", " + seconds + ", 0)), '" +
+               channel + "', t.rung FROM (SELECT COALESCE(MAX(rung), -1) AS rung FROM " + setup_.sql.prefix() +
+               "rings WHERE channel = '" + channel + "') t";
+    };
+    for (auto ms = timeout;; ms = std::chrono::milliseconds(0)) {
+        std::int64_t rung = 0;
+        try {
+            std::unique_ptr<sql::ResultSet> rs(stmt_->executeQuery(text(ms)));
+            if (!rs->next()) return false;
+            rung = rs->getInt64(3);
+            // Interrupted: read the count again, at once. The ring's count was
+            // committed before its KILL, so the next statement sees it; a
+            // KILL whose count an earlier statement already saw moves nothing.
+            if (rung == seen && rs->getInt(1) == 1) continue;
+        } catch (const sql::SQLException& e) {
+            if (e.getErrorCode() == er_query_interrupted) continue;  // as above
+            throw listener_failed(e);
+        }
+        if (rung == seen) return false;
+        if (rung < 0) {
+            seen = hold_doorbell(channel);
+            return true;  // rings may have gone uncounted meanwhile
+        }
+        seen = rung;
+        return true;
     }
 }
 
-void my_session::hold_doorbell(const std::string& channel) {
+std::int64_t my_session::hold_doorbell(const std::string& channel) {
     try {
         // 1; 0 only if another connection held the name (a random one of this
         // client), and then releases cannot find this listener: its waiters
-        // poll, as without a doorbell.
+        // poll, as without a doorbell. The name first: the sweeper keeps the
+        // count of a channel whose name is held.
         scalar("doorbell_hold", channel);
+        update("doorbell_register", channel);
+        return scalar("doorbell_count", channel).value_or(0);
     } catch (const sql::SQLException& e) {
-        throw connection_error(std::string("MySQL wake-up listener failed: ") + e.what() + " (error " +
-                               std::to_string(e.getErrorCode()) + ")");
+        throw listener_failed(e);
     }
 }
 
@@ -250,13 +283,14 @@ int my_session::read_version() {
 class my_notifier final : public notifier {
 public:
     my_notifier(const my_setup& setup, std::string channel) : session_(setup), channel_(std::move(channel)) {
-        session_.hold_doorbell(channel_);
+        seen_ = session_.hold_doorbell(channel_);
     }
-    bool wait(std::chrono::milliseconds timeout) override { return session_.doze(channel_, timeout); }
+    bool wait(std::chrono::milliseconds timeout) override { return session_.doze(channel_, timeout, seen_); }
 
 private:
     my_session session_;
     std::string channel_;
+    std::int64_t seen_ = 0;  // the channel's ring count at the last wake-up
 };
 
 class my_dialect final : public dialect {
