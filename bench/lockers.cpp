@@ -83,7 +83,7 @@ contender contender::parse(const std::string& id) {
     } else if (kind == "spring" && !redis) {
         c.kind = family::spring;
         c.label = "Spring SQL";
-    } else if (kind == "ceiling" && (c.backend == "postgres" || c.backend == "mysql")) {
+    } else if (kind == "ceiling" && c.backend == "postgres") {
         c.kind = family::ceiling;
         c.label = "counter in the lock row (shape)";
     } else if (kind == "redis" && redis) {

@@ -23,15 +23,14 @@
 //   redis       SET key owner NX PX lease; release and renewal by
 //               compare-and-delete / compare-and-pexpire Lua scripts (EVALSHA)
 //   ceiling     not a product: the shape sqlock's conditional_update grant
-//               would have with the fencing counter kept in the lock row
-//               (PostgreSQL, MariaDB; the uncontended workload only), on a
-//               table of its own: one statement that checks the waiter table,
-//               takes the row and bumps its counter, returning the token.
-//               PostgreSQL releases with sqlock's own release statement
-//               (the wake-up probe included, not waiting for the disk);
-//               MariaDB with a bare owner-checked UPDATE, leaving out the
-//               wake-up CALL a real release needs, so its row is an upper
-//               bound. It measures what moving the counter would buy.
+//               would have on PostgreSQL with the fencing counter kept in the
+//               lock row (the uncontended workload only), on a table of its
+//               own: one statement that checks the waiter table, takes the
+//               row and bumps its counter, returning the token; released with
+//               sqlock's own release statement (the wake-up probe included,
+//               not waiting for the disk). It measures what moving the counter
+//               would buy. (MariaDB's grant keeps its counter in the lock row
+//               while nobody waits since schema 14: measured as sqlock there.)
 //
 // Contenders without a way to wait (raw, shedlock, spring, redis) wait by
 // calling try_lock every millisecond; sqlock waits with acquire() (waiter

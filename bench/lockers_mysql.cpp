@@ -156,7 +156,8 @@ public:
           lease_ms_(s.lease.count()) {
         library_setup(main_, sql_);
         for (const char* name :
-             {"grant", "release", "lock_row", "lock_row_state", "read_token", "release_row_lock", "renew"})
+             {"grant", "grant_lean", "release", "release_lean", "lock_row", "lock_row_state", "read_token",
+              "release_row_lock", "renew"})
             main_.prepare(name, sql_.get(name));
         if (mode_ == "select_for_update") {
             second_.emplace(t.mysql, statements_);
@@ -194,7 +195,16 @@ public:
         }
         auto it = held_.find(key);
         if (it == held_.end()) failure("raw: unlock of '" + key + "', which is not held");
-        // A CALL (migrations/mysql/0005_wake_ups.sql): its row, then its status.
+        // As the library: the lean release while the key was lean at its
+        // grant (migrations/mysql/0014_lean_grants.sql), else the CALL.
+        if (auto seen = seen_.find(key); mode_ == "conditional_update" && seen != seen_.end() && seen->second.lean) {
+            if (bound(main_.ps("release_lean"), key, it->second).executeUpdate() == 1) {
+                held_.erase(it);
+                return;
+            }
+            seen->second.lean = false;
+        }
+        // A CALL (migrations/mysql/0013_ring_counts.sql): its row, then its status.
         auto& release = main_.ps("release");
         release.setString(1, key);
         release.setString(2, it->second);
@@ -220,12 +230,25 @@ public:
     }
 
 private:
-    // One CALL of the grant procedure, which runs the whole transaction.
+    // As the library: the lean grant, one UPDATE that bumps the token this
+    // locker last saw, while the key was lean then
+    // (migrations/mysql/0014_lean_grants.sql); else one CALL of the grant
+    // procedure, which runs the whole transaction.
     bool grant(const std::string& key, const std::string& owner) {
+        auto seen = seen_.find(key);
+        if (mode_ == "conditional_update" && seen != seen_.end() && seen->second.lean &&
+            bound(main_.ps("grant_lean"), owner, lease_ms_, holder_, note_, key, seen->second.token)
+                    .executeUpdate() == 1) {
+            token_ = ++seen->second.token;
+            return true;
+        }
         auto& call = bound(main_.ps("grant"), key, owner, mode_, lease_ms_, holder_, note_, no_ticket, not_fair);
         std::unique_ptr<sql::ResultSet> rs(call.executeQuery());
         const bool granted = rs->next() && !rs->isNull(1);
-        if (granted) token_ = rs->getInt64(1);
+        if (granted) {
+            token_ = rs->getInt64(1);
+            seen_[key] = {token_, rs->getBoolean(3)};
+        }
         rs.reset();
         while (call.getMoreResults()) std::unique_ptr<sql::ResultSet> more(call.getResultSet());
         return granted;
@@ -279,75 +302,11 @@ private:
     std::int64_t lease_ms_;
     owner_source owners_;
     std::map<std::string, std::string, std::less<>> held_;  // key → owner
-    const std::string holder_ = holder_text();
-    const std::string note_;
-};
-
-// sqlock's conditional_update grant as it would be with the fencing counter
-// kept in the lock row (lockers.hpp): one autocommit INSERT ... SELECT ...
-// ON DUPLICATE KEY UPDATE ... RETURNING that checks the waiter table, takes
-// the row when it is free, expired or the requester's, and returns the
-// row's owner and counter: granted when the owner is the requester. The
-// assignments run left to right on the row as updated so far, so the test
-// of the old owner and lease comes before either changes: owner is taken
-// next to last, and the lease follows it when it was taken. The release is
-// a bare owner-checked UPDATE, without the wake-up CALL a real release
-// needs: an upper bound.
-class ceiling_locker final : public counted_locker {
-public:
-    ceiling_locker(const target& t, const locker_settings& s)
-        : sql_(std::filesystem::path(t.sql_dir) / "mysql", t.prefix),
-          main_(t.mysql, statements_),
-          lease_ms_(s.lease.count()) {
-        library_setup(main_, sql_);
-        const std::string table = t.prefix + "ceiling";
-        const std::string free = "(owner IS NULL OR expires_at <= UTC_TIMESTAMP(6) OR owner = VALUES(owner))";
-        auto take = [&free](const char* column) {
-            return std::string(column) + " = IF(" + free + ", VALUES(" + column + "), " + column + ")";
-        };
-        main_.prepare("grant", "INSERT INTO " + table +
-                                   " (lock_key, owner, mode, expires_at, acquired_at, holder, note, token) "
-                                   "SELECT ?, ?, 'conditional_update', UTC_TIMESTAMP(6) + INTERVAL (? * 1000) "
-                                   "MICROSECOND, UTC_TIMESTAMP(6), ?, ?, 1 FROM DUAL WHERE NOT EXISTS (SELECT 1 FROM " +
-                                   t.prefix + "waiters w WHERE w.lock_key = ? AND w.expires_at > UTC_TIMESTAMP(6)) "
-                                   "ON DUPLICATE KEY UPDATE token = IF(" + free + ", token + 1, token), " +
-                                   take("mode") + ", " + take("acquired_at") + ", " + take("holder") + ", " +
-                                   take("note") + ", " + take("owner") +
-                                   ", expires_at = IF(owner = VALUES(owner), VALUES(expires_at), expires_at)"
-                                   " RETURNING owner, token");
-        main_.prepare("release", "UPDATE " + table + " SET owner = NULL, expires_at = NULL WHERE lock_key = ? AND owner = ?");
-        main_.prepare("renew", "UPDATE " + table + " SET expires_at = UTC_TIMESTAMP(6) + INTERVAL (? * 1000) MICROSECOND "
-                               "WHERE lock_key = ? AND owner = ?");
-        statements_ = 0;
-    }
-
-    bool try_lock(const std::string& key) override {
-        const std::string& owner = owners_.next();
-        auto& grant = bound(main_.ps("grant"), key, owner, lease_ms_, holder_, note_, key);
-        std::unique_ptr<sql::ResultSet> rs(grant.executeQuery());
-        if (!rs->next() || rs->getString(1).asStdString() != owner) return false;
-        token_ = rs->getInt64(2);
-        held_[key] = owner;
-        return true;
-    }
-    void unlock(const std::string& key) override {
-        auto it = held_.find(key);
-        if (it == held_.end()) failure("ceiling: unlock of '" + key + "', which is not held");
-        const int released = bound(main_.ps("release"), key, it->second).executeUpdate();
-        held_.erase(it);
-        if (released != 1) failure("ceiling release did not find '" + key + "'");
-    }
-    bool renew(const std::string& key) override {
-        auto it = held_.find(key);
-        return it != held_.end() && bound(main_.ps("renew"), lease_ms_, key, it->second).executeUpdate() == 1;
-    }
-
-private:
-    sql_texts sql_;
-    session main_;
-    std::int64_t lease_ms_;
-    owner_source owners_;
-    std::map<std::string, std::string, std::less<>> held_;  // key → owner
+    struct seen_key {
+        std::int64_t token;
+        bool lean;
+    };
+    std::map<std::string, seen_key, std::less<>> seen_;  // as the library's lean_memo
     const std::string holder_ = holder_text();
     const std::string note_;
 };
@@ -518,7 +477,6 @@ std::unique_ptr<locker> open_mysql_locker(const contender& c, const target& t, c
         case family::native: return std::make_unique<native_locker>(t);
         case family::shedlock: return std::make_unique<shedlock_locker>(t, s);
         case family::spring: return std::make_unique<spring_locker>(t, s);
-        case family::ceiling: return std::make_unique<ceiling_locker>(t, s);
         default: failure("no MariaDB contender '" + c.id + "'");
     }
 }
@@ -536,9 +494,6 @@ void mysql_tables(const target& t, bool create) {
                "int_lock (LOCK_KEY CHAR(36) NOT NULL, REGION VARCHAR(100) NOT NULL, CLIENT_ID CHAR(36), "
                "CREATED_DATE DATETIME(6) NOT NULL, CONSTRAINT " + t.prefix +
                "int_lock_pk PRIMARY KEY (LOCK_KEY, REGION)) ENGINE=InnoDB");
-        // The ceiling contender's: sqlock's lock table with the counter in it.
-        s.exec("CREATE TABLE IF NOT EXISTS " + t.prefix + "ceiling LIKE " + t.prefix + "locks");
-        s.exec("ALTER TABLE " + t.prefix + "ceiling ADD COLUMN IF NOT EXISTS token BIGINT NOT NULL DEFAULT 0");
         return;
     }
     for (const char* table : bench_tables)

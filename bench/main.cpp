@@ -193,7 +193,9 @@ std::vector<contender> all_contenders(const options& o) {
         }
         if (b != "mysql") ids.push_back(b + ".raw-relaxed.conditional_update");
         if (native) ids.push_back(b + ".native");
-        if (b != "sqlite") ids.push_back(b + ".ceiling");
+        // MariaDB's conditional_update grant keeps its counter in the lock
+        // row itself since schema 14: the shape is measured there as sqlock.
+        if (b == "postgres") ids.push_back(b + ".ceiling");
         ids.push_back(b + ".shedlock");
         ids.push_back(b + ".spring");
     };

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 #include <vector>
@@ -135,6 +136,105 @@ TEST_CASE_TEMPLATE("fencing tokens rise across modes, releases, expiries and row
             raw->exec("DELETE FROM " + db.table("locks"));
         }
     }
+}
+
+TEST_CASE_TEMPLATE("tokens rise when one client's repeated grants interleave with every other grant", Db,
+                   ALL_BACKENDS) {
+    // A client that regrants a key nobody else took or waited for takes the
+    // cheapest path its backend has: on MariaDB the lean grant, one UPDATE of
+    // the lock row that bumps a counter kept there while the fence row lags
+    // (migrations/mysql/0014_lean_grants.sql). Every other kind of grant in
+    // between (another client's, a select_for_update holder's, which must not
+    // lock a lean row, readers', a forced release's bump) must leave that
+    // client's next grant above it.
+    Db db;
+    auto c = db.open();
+    auto other = db.open();
+    const std::string key = "lean/key";
+    std::int64_t last = 0;
+    auto rose = [&](std::int64_t token) {
+        CHECK(token > last);
+        last = token;
+        CHECK(c.inspect(key).token == last);  // and no attempt burnt one
+    };
+    auto cycles = [&](sqlock::client& who, int n) {
+        for (int i = 0; i < n; ++i) {
+            auto l = who.try_acquire(key);
+            REQUIRE(l);
+            rose(l->token());
+            CHECK_FALSE(other.try_acquire(key));
+            l->release();
+        }
+    };
+    cycles(c, 3);
+    for (mode m : test::modes_of(db)) {
+        CAPTURE(std::string(sqlock::to_string(m)));
+        auto l = other.try_acquire(key, {.mode = m});
+        REQUIRE(l);
+        rose(l->token());
+        CHECK_FALSE(c.try_acquire(key));
+        l->release();
+        cycles(c, 3);
+    }
+    {
+        auto r = other.try_acquire_shared(key);
+        REQUIRE(r);
+        rose(r->token());
+        CHECK_FALSE(c.try_acquire(key));
+        r->release();
+        cycles(c, 3);
+    }
+    {
+        auto held = c.try_acquire(key);
+        REQUIRE(held);
+        rose(held->token());
+        const std::int64_t bumped = other.force_release(key, "contract test");
+        CHECK(bumped > last);
+        last = bumped;
+        auto next = c.try_acquire(key, {.reentrant = false});  // not `held` again
+        REQUIRE(next);
+        rose(next->token());
+        next->release();
+        held->release();  // a no-op (lost), but reentry would hand it out while it lives
+        cycles(c, 3);
+    }
+    // A DBA deletes the lock row between two of the client's grants.
+    db.raw()->exec("DELETE FROM " + db.table("locks"));
+    cycles(c, 2);
+    db.raw()->exec("DELETE FROM " + db.table("locks"));
+    cycles(c, 2);
+}
+
+TEST_CASE_TEMPLATE("a client's second grant of a key nobody waits for writes the lock row alone on MariaDB", Db,
+                   test::mysql_db) {
+    // What makes the lean grant cheap (migrations/mysql/0014_lean_grants.sql):
+    // the fence row is not written, the counter runs ahead in the lock row;
+    // and a waiter's first try clears the flag, after which grants and
+    // releases take the procedures again (which ring the waiter).
+    Db db;
+    auto raw = db.raw();
+    auto c = db.open();
+    const std::string where = " WHERE lock_key = 'lean/alone'";
+    auto fence_token = [&] { return raw->scalar("SELECT token FROM " + db.table("fences") + where); };
+    auto lean = [&] { return raw->scalar("SELECT lean FROM " + db.table("locks") + where); };
+    c.try_acquire("lean/alone")->release();  // the procedure: the key is new to this client
+    CHECK(lean() == 1);
+    CHECK(fence_token() == 1);
+    for (int i = 0; i < 3; ++i) c.try_acquire("lean/alone")->release();
+    CHECK(fence_token() == 1);  // three lean grants: the fence row untouched
+    CHECK(c.inspect("lean/alone").token == 4);
+    auto held = c.try_acquire("lean/alone");
+    REQUIRE(held);
+    CHECK(held->token() == 5);
+    auto waiter = db.open();
+    std::optional<sqlock::lease> got;
+    std::thread t([&] { got.emplace(waiter.acquire("lean/alone", 10s)); });
+    REQUIRE(test::eventually([&] { return lean() == 0; }));  // its first try cleared the flag
+    CHECK(fence_token() == 5);                                // folding the lock row's counter in
+    held->release();
+    t.join();
+    REQUIRE(got);
+    CHECK(got->token() == 6);
 }
 
 TEST_CASE_TEMPLATE("a stale lease cannot release or renew its successor's lock", Db, ALL_BACKENDS) {

@@ -63,6 +63,11 @@ std::vector<waiter_info> my_session::waiters(std::string_view prefix, std::size_
 
 std::optional<std::int64_t> my_session::force_release(std::string_view key) {
     return guarded("force_release", [&]() -> std::optional<std::int64_t> {
+        // A lean key's counter runs ahead in its lock row: fold it into the
+        // fence row first, so that the bump below is past every grant and the
+        // next grant goes through the procedure
+        // (migrations/mysql/0014_lean_grants.sql).
+        update("unlean", key);
         begin();
         bool live = false;
         auto& ps = prepared("force_live");
@@ -73,7 +78,7 @@ std::optional<std::int64_t> my_session::force_release(std::string_view key) {
             fault(fault_point::mysql_force_expired);
             update("force_expire_readers", key);
         }
-        if (update("force_bump", key) == 0) {
+        if (update("force_bump", key, key) == 0) {
             rollback();
             return std::nullopt;
         }

@@ -16,16 +16,32 @@ namespace sqlock::detail::mysql {
 
 grant_result my_session::grant(const grant_request& r) {
     return guarded("grant", [&]() -> grant_result {
-        auto& call = prepared("grant");
-        bind_all(call, r.key, r.owner, std::string_view(to_string(r.mode)), r.lease_ms, r.holder, r.note, r.ticket,
-             r.priority);
-        count();
         try {
+            // A try that neither queues nor is fair, on a key this client saw
+            // lean: the lean grant, one UPDATE of the lock row
+            // (migrations/mysql/0014_lean_grants.sql). It matches nothing once
+            // anyone waits or was granted since; then the procedure decides.
+            if (r.mode == mode::conditional_update && r.ticket == no_ticket && r.priority == not_fair) {
+                if (const auto seen = setup_.memo.find(r.key); seen && seen->lean) {
+                    if (update("grant_lean", r.owner, r.lease_ms, r.holder, r.note, r.key, seen->token) == 1) {
+                        setup_.memo.remember(r.key, {.token = seen->token + 1, .lean = true});
+                        return grant_result{.token = seen->token + 1, .remaining_ms = std::nullopt};
+                    }
+                }
+            }
+            auto& call = prepared("grant");
+            bind_all(call, r.key, r.owner, std::string_view(to_string(r.mode)), r.lease_ms, r.holder, r.note,
+                     r.ticket, r.priority);
+            count();
             std::unique_ptr<sql::ResultSet> rs(call.executeQuery());
             grant_result out;
             if (rs->next()) {
-                if (!rs->isNull(1)) out.token = rs->getInt64(1);
-                else if (r.want_remaining && !rs->isNull(2)) out.remaining_ms = rs->getInt64(2);
+                if (!rs->isNull(1)) {
+                    out.token = rs->getInt64(1);
+                    setup_.memo.remember(r.key, {.token = *out.token, .lean = rs->getBoolean(3)});
+                } else if (r.want_remaining && !rs->isNull(2)) {
+                    out.remaining_ms = rs->getInt64(2);
+                }
             }
             rs.reset();
             drain(call);
@@ -48,7 +64,15 @@ bool my_session::release(std::string_view key, std::string_view owner, sqlock::m
     // not ours any more.
     return guarded("release", [&] {
         try {
-            // A CALL (migrations/mysql/0005_wake_ups.sql): it also wakes the next waiter.
+            // Granted lean: nobody had queued, and while nobody has since,
+            // one UPDATE releases and there is nobody to ring.
+            if (m == mode::conditional_update) {
+                if (const auto seen = setup_.memo.find(key); seen && seen->lean) {
+                    if (update("release_lean", key, owner) == 1) return true;
+                    setup_.memo.not_lean(key);
+                }
+            }
+            // A CALL (migrations/mysql/0013_ring_counts.sql): it also wakes the next waiter.
             return scalar("release", key, owner, m == mode::unique_insert).value_or(0) == 1;
         } catch (const sql::SQLException& e) {
             if (e.getErrorCode() == er_lock_wait_timeout) return false;
@@ -186,25 +210,38 @@ my_session::attempt my_session::lock_row(std::string_view key, std::int64_t leas
             update("pin_session", idle_s);
             pinned_for_s_ = idle_s;
         }
-        begin();
-        try {
-            if (update("lock_row", key, key, priority, priority, ticket, priority, ticket) == 1) return {state::locked, std::nullopt};
-        } catch (const sql::SQLException& e) {
-            if (!is_contention(e.getErrorCode())) throw;
+        // A second try only after clearing a lean key's flag: lock_row.sql
+        // never locks a lean row (its counter is in that row, which this
+        // transaction's rollback would undo).
+        for (int round = 0;; ++round) {
+            begin();
+            try {
+                if (update("lock_row", key, key, priority, priority, ticket, priority, ticket) == 1)
+                    return {state::locked, std::nullopt};
+            } catch (const sql::SQLException& e) {
+                if (!is_contention(e.getErrorCode())) throw;
+                rollback();
+                return {state::busy, std::nullopt};
+            }
+            // Not free: absent, held, or lean. Read which, without locking.
+            attempt out{state::missing, std::nullopt};
+            bool lean = false;
+            auto& ps = prepared("lock_row_state");
+            bind_all(ps, key);
+            for_rows(ps, [&](sql::ResultSet& rs) {
+                if (!rs.getBoolean(1)) return;
+                out.state = state::busy;
+                if (!rs.isNull(2)) out.remaining_ms = rs.getInt64(2);
+                lean = rs.getBoolean(3);
+            });
             rollback();
-            return {state::busy, std::nullopt};
+            // A lean key: clear the flag, whether the key is free (then try
+            // again) or held (then its release rings this waiter's queue
+            // instead of passing it by, as a lease waiter's failed grant does).
+            if (!lean || round > 0) return out;
+            update("unlean", key);
+            if (out.remaining_ms.value_or(0) > 0) return out;
         }
-        // Not free: absent, or held. Read which, without locking.
-        attempt out{state::missing, std::nullopt};
-        auto& ps = prepared("lock_row_state");
-        bind_all(ps, key);
-        for_rows(ps, [&](sql::ResultSet& rs) {
-            if (!rs.getBoolean(1)) return;
-            out.state = state::busy;
-            if (!rs.isNull(2)) out.remaining_ms = rs.getInt64(2);
-        });
-        rollback();
-        return out;
     });
 }
 

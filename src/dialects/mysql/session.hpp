@@ -11,6 +11,7 @@
 #include "dialects/common/common.hpp"
 #include "dialects/common/sql_library.hpp"
 #include "dialects/dialect.hpp"
+#include "dialects/mysql/lean_memo.hpp"
 #include "dialects/mysql/mysql_url.hpp"
 #include "dialects/mysql/statements.hpp"
 
@@ -68,6 +69,7 @@ struct my_setup {
     const sql_library& sql;
     mysql_url target;
     mutable std::atomic<wsrep> galera{wsrep::unknown};  // set by every session at connect
+    mutable lean_memo memo;                             // the keys this client was granted
 };
 
 // Why select_for_update is refused on a Galera node.
