@@ -274,8 +274,10 @@ private:
                     // As the library: the token read back in the held transaction.
                     auto& read = main_.ps("read_token");
                     read.setString(1, key);
-                    if (main_.scalar(read) != token_)
-                        failure("raw select_for_update: the token changed under the row lock");
+                    if (const std::int64_t back = main_.scalar(read); back != token_)
+                        failure("raw select_for_update: the token changed under the row lock of '" + key +
+                                "' (bumped to " + std::to_string(token_) + ", read back " + std::to_string(back) +
+                                ")");
                     return true;
                 }
             } catch (const sql::SQLException& e) {
