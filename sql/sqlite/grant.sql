@@ -7,7 +7,9 @@
 -- has waited 2 ms or more). Waiters for a permit of a semaphore of the same
 -- name (kind 'P') are not the lock's. A write statement takes SQLite's write
 -- lock before it reads, so the counter read and the grant are one serial step;
--- the triggers copy the new token into sqlock_fences.
+-- the triggers copy the new token into sqlock_fences. A row owned with no
+-- expiry is nobody's lease: the readers' renewal of earlier releases
+-- left one when the readers' rows were gone (holders_raise.sql).
 INSERT INTO sqlock_locks (lock_key, owner, mode, token, expires_ms, acquired_ms, holder, note)
 SELECT ?1, ?2, ?3, coalesce((SELECT token FROM sqlock_fences WHERE lock_key = ?1), 0) + 1,
        sqlock_now_ms() + ?4, sqlock_now_ms(), ?5, ?6
@@ -22,5 +24,6 @@ ON CONFLICT (lock_key) DO UPDATE
        holder = excluded.holder, note = excluded.note
  WHERE sqlock_locks.owner IS NULL
     OR sqlock_locks.expires_ms <= sqlock_now_ms()
+    OR sqlock_locks.expires_ms IS NULL
     OR sqlock_locks.owner = excluded.owner
 RETURNING token

@@ -1,7 +1,12 @@
 -- Renewal, step 2: ?1 the same JSON array. Each shared key's row expires no
--- earlier than its latest live reader.
+-- earlier than its latest live reader. Only keys with a live reader: max()
+-- of SQLite is NULL when an argument is, and a key whose readers' rows were
+-- all gone (a forced release, then a sweep) used to be left owned by
+-- 'shared' with no expiry, which no grant took again.
 UPDATE sqlock_locks
-   SET expires_ms = max(expires_ms, (SELECT max(h.expires_ms) FROM sqlock_holders h
-                                      WHERE h.kind = 'S' AND h.lock_key = sqlock_locks.lock_key))
- WHERE lock_key IN (SELECT value ->> 'k' FROM json_each(?1) WHERE value ->> 't' = 'S')
-   AND owner = 'shared' AND mode = 'shared'
+   SET expires_ms = max(coalesce(expires_ms, 0), r.until)
+  FROM (SELECT h.lock_key AS k, max(h.expires_ms) AS until FROM sqlock_holders h
+         WHERE h.kind = 'S' AND h.expires_ms > sqlock_now_ms()
+           AND h.lock_key IN (SELECT value ->> 'k' FROM json_each(?1) WHERE value ->> 't' = 'S')
+         GROUP BY h.lock_key) AS r
+ WHERE sqlock_locks.lock_key = r.k AND sqlock_locks.owner = 'shared' AND sqlock_locks.mode = 'shared'
