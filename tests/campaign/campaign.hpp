@@ -57,6 +57,11 @@ public:
         std::atomic<std::int32_t> state;
         std::atomic<std::int32_t> key;  // index of the hot key, or -1
         std::atomic<std::int32_t> writer;  // 1: a reader-writer client waiting for or holding rw_key exclusively
+        // 1: a reader-writer or permit holder that has made its first act.
+        // Stopped after it, its span (first act to last) covers the stop, so
+        // a control's hole shows whoever acts in the gap; stopped before it,
+        // only a holder acting just as it resumes would.
+        std::atomic<std::int32_t> acted;
     };
     static constexpr int max_slots = 64;
 

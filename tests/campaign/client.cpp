@@ -82,6 +82,7 @@ private:
     }
 
     void set(board::state s, int key) {
+        slot_.acted = 0;
         slot_.key = key;
         slot_.state = s;
     }
@@ -214,6 +215,7 @@ private:
                         {"mode", sqlock::to_string(mode)}, {"fair", fair}, {"m0", m0}, {"rt0", rt0}});
             set(board::holding, -1);
             ledger_.act(*held);
+            slot_.acted = 1;
             sleep_for(holder_hold_time());
             ledger_.act(*held);
             set(board::idle, -1);

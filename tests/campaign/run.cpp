@@ -375,22 +375,26 @@ private:
         }
     }
 
-    // A client in state s (holding: also a job body at work), waiting up to 3 s for one.
+    // A client in state s (holding: also a job body at work), waiting up to 6 s for one.
     // Successive picks prefer, in turn, a lock client, a writer of rw_key, a
     // permit client, and a lock or job client, so that even a cell of one
-    // trial per fault, or a control of five, hurts every kind of holder. A
+    // trial per fault, or a control of six, hurts every kind of holder. A
     // writer: a stopped reader breaks nothing unless a writer comes in its
     // gap, a stopped writer whenever anyone does. Any client in state s will
-    // do when none preferred is by a second.
+    // do when none preferred is by 4 s (a writer that has acted holds about
+    // a fifth of the time: by 1 s, half the writer turns of the controls of
+    // 2026-11-27 had taken someone else).
     std::optional<int> pick(board::state s) {
         const auto turn = picks_++ % 4;
         auto preferred = [&](const proc& p, const board::slot& b) {
             if (turn == 0) return p.role == "lock";
-            if (turn == 1) return p.role == "rw" && b.writer.load() == 1;
-            if (turn == 2) return p.role == "sem";
+            // A holder of rw_key or a permit once it has acted (see board::slot::acted).
+            const bool ready = s != board::holding || b.acted.load() == 1;
+            if (turn == 1) return p.role == "rw" && b.writer.load() == 1 && ready;
+            if (turn == 2) return p.role == "sem" && ready;
             return p.role == "lock" || p.role == "job";
         };
-        for (int tries = 0; tries < 300; ++tries) {
+        for (int tries = 0; tries < 600; ++tries) {
             std::vector<int> found, best;
             for (const auto& [slot, p] : procs_) {
                 const auto st = board_->at(slot).state.load();
@@ -400,7 +404,7 @@ private:
                 }
             }
             if (!best.empty()) return best[rng_() % best.size()];
-            if (!found.empty() && tries >= 100) return found[rng_() % found.size()];
+            if (!found.empty() && tries >= 400) return found[rng_() % found.size()];
             sleep_ms(10);
         }
         return std::nullopt;
