@@ -220,6 +220,41 @@ TEST_CASE_TEMPLATE("a writer gets the key after a forced release whose readers' 
     CHECK(info.owner == w->owner());
 }
 
+// PostgreSQL: a reader or permit waiter of a client behind a transaction
+// pool (no LISTEN) was queued with an empty channel rather than none, and the
+// release that found it at the head of the queue failed in pg_notify('') and
+// rolled back: the key, or the permit, stayed held for the rest of its lease.
+TEST_CASE_TEMPLATE("a release with a pooled client's reader or permit waiter at the head of the queue succeeds",
+                   Db, test::postgres_db) {
+    Db db;
+    const std::string pooled_url =
+        db.url() + (db.url().find('?') == std::string::npos ? "?" : "&") + "sqlock_pool_mode=transaction";
+    auto holder = db.open();
+    auto pooled = sqlock::client::open(pooled_url, db.options());
+    for (const bool permit : {false, true}) {
+        CAPTURE(permit);
+        const std::string key = permit ? "sem/pooled" : "rw/pooled";
+        auto held = permit ? holder.try_acquire_permit(key, 1) : holder.try_acquire(key);
+        REQUIRE(held);
+        std::optional<sqlock::lease> got;
+        std::string failed;
+        std::thread waiter([&] {
+            try {
+                got.emplace(permit ? pooled.acquire_permit(key, 1, 20s) : pooled.acquire_shared(key, 20s));
+            } catch (const std::exception& e) {
+                failed = e.what();
+            }
+        });
+        CHECK(test::eventually([&] { return !holder.waiters(key).empty(); }, 10s));
+        CHECK_NOTHROW(held->release());
+        waiter.join();
+        CHECK(failed.empty());
+        REQUIRE(got);
+        CHECK(got->token() > held->token());
+        got->release();
+    }
+}
+
 // PostgreSQL: force_release was one statement, whose snapshot predates a
 // reader that joined the group while it waited for the key's row. That
 // reader's row stayed live and its renewals raised the key's row again.
