@@ -261,6 +261,41 @@ TEST_CASE_TEMPLATE("an older library's select_for_update grant is refused once t
     CHECK(rows->token() == 3);
 }
 
+// MySQL: a select_for_update requester's token bump is sent on a second
+// connection while its first one holds the key's row. If that row lock was
+// gone first (the connection killed while the bump waited), the bump drew
+// from the fence row alone while the key had turned lean, and so drew a lean
+// grant's number; the fence's select_for_update shortcut (fence row's token
+// and row_lock_token equal to the caller's) then passed that lean holder's
+// fence after its lease had been taken over.
+TEST_CASE_TEMPLATE("a select_for_update bump that lands after its row lock is gone passes no lean holder's fence", Db,
+                   test::mysql_db) {
+    Db db;
+    auto c = db.open();
+    auto raw = db.raw();
+    c.try_acquire("late/sfu")->release();  // through the procedure: the key is lean now
+    sqlock::lock_options o;
+    o.lease = 10s;
+    o.reentrant = false;
+    auto first = c.try_acquire("late/sfu", o);  // the lean grant: the lock row's counter runs ahead
+    REQUIRE(first);
+    const auto t = first->token();
+    // bump_row_lock_token.sql, as the requester whose row lock is gone sends it.
+    CHECK(raw->scalar("INSERT INTO " + db.table("fences") +
+                      " (lock_key, token, row_lock_token, row_lock_grants) VALUES ('late/sfu', 1, 1, 1)"
+                      " ON DUPLICATE KEY UPDATE token = token + 1, row_lock_token = token,"
+                      " row_lock_grants = row_lock_grants + 1 RETURNING token") == t);
+    // The first lease runs out and the same client takes the key again, lean.
+    raw->exec("UPDATE " + db.table("locks") +
+              " SET expires_at = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE lock_key = 'late/sfu'");
+    auto second = c.try_acquire("late/sfu", o);
+    REQUIRE(second);
+    CHECK(second->token() == t + 1);
+    const std::string fn = "SELECT " + db.prefix + "assert_held('late/sfu', ";
+    CHECK_THROWS_WITH(raw->scalar(fn + std::to_string(t) + ")"), doctest::Contains("not held"));
+    CHECK(raw->scalar(fn + std::to_string(t + 1) + ")") == t + 1);
+}
+
 TEST_CASE_TEMPLATE("a lease whose thread has exited is reentered by no later thread", Db, ALL_BACKENDS) {
     Db db;
     auto c = db.open();

@@ -346,10 +346,20 @@ BEGIN
     IF v_row_lock = p_token AND v_fence = p_token THEN
         SELECT MAX(token), MAX(row_lock_token) INTO v_fence, v_row_lock
           FROM sqlock_fences WHERE lock_key = p_key LOCK IN SHARE MODE;
-        IF v_fence = p_token AND v_row_lock = p_token THEN
+        -- A select_for_update holder's row is never lean (the flag is
+        -- cleared before the row is locked, and nothing sets it while the
+        -- row is locked), and with the fence row share-locked here nothing
+        -- can set it before this transaction ends. A lean row means the row
+        -- lock that drew this token was gone before its bump committed (its
+        -- connection killed while the bump waited): the same number may
+        -- then be a lean grant's, whose lease is judged below.
+        SELECT MAX(lean) INTO v_lean FROM sqlock_locks WHERE lock_key = p_key;
+        IF v_fence = p_token AND v_row_lock = p_token AND NOT COALESCE(v_lean, FALSE) THEN
             RETURN p_token;
         END IF;
-        SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'sqlock: the lease is not held: the key was granted again';
+        IF NOT COALESCE(v_lean, FALSE) THEN
+            SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'sqlock: the lease is not held: the key was granted again';
+        END IF;
     END IF;
     -- A lease. The lock row before the fence row, in the order grants lock
     -- them. While the key is not lean, no grant can make it lean without the
