@@ -235,6 +235,30 @@ TEST_CASE_TEMPLATE("a renewal that waited out force_release does not revive the 
     CHECK(reader->lost());
 }
 
+// MySQL: force_release clears the lean flag (sqlock_unlean, which commits on
+// its own) before its transaction. A grant that made the key lean again in
+// between left the bump drawing the number that key's next lean grant drew
+// too: a token "above" which force_release promised every later one to be.
+TEST_CASE_TEMPLATE("force_release's token stays below every later grant when the key turns lean as it begins", Db,
+                   test::mysql_db) {
+    Db db;
+    auto a = db.open();
+    auto breaker = db.open();
+    a.try_acquire("forced/lean")->release();  // lean, and a's next grant is the one-statement one
+    std::int64_t forced = 0;
+    {
+        fault_at between(sqlock::detail::fault_point::mysql_force_unleaned, 1, [&] {
+            // After the flag was cleared: a grant through the procedure sets it again.
+            a.try_acquire("forced/lean")->release();
+        });
+        forced = breaker.force_release("forced/lean", "test");
+        CHECK(between.fired);
+    }
+    auto next = a.try_acquire("forced/lean");
+    REQUIRE(next);
+    CHECK(next->token() > forced);
+}
+
 TEST_CASE_TEMPLATE("an older library's select_for_update grant is refused once the schema is at version 14", Db,
                    test::mysql_db) {
     // From schema version 14 a lean key's counter runs ahead in its lock row

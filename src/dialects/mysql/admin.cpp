@@ -66,25 +66,40 @@ std::optional<std::int64_t> my_session::force_release(std::string_view key) {
         // A lean key's counter runs ahead in its lock row: fold it into the
         // fence row first, so that the bump below is past every grant and the
         // next grant goes through the procedure
-        // (migrations/mysql/0014_lean_grants.sql).
-        update("unlean", key);
-        begin();
-        bool live = false;
-        auto& ps = prepared("force_live");
-        bind_all(ps, key);
-        for_rows(ps, [&](sql::ResultSet&) { live = true; });
-        if (live) {
-            update("force_expire", key);
-            fault(fault_point::mysql_force_expired);
-            update("force_expire_readers", key);
+        // (migrations/mysql/0014_lean_grants.sql). sqlock_unlean commits on
+        // its own, so a grant may make the key lean again before the bump;
+        // the bump holds the fence row, which every grant that sets the flag
+        // writes first, so a flag still clear after it stays clear until the
+        // commit, and a set one sends us round again. (Without that, the
+        // key's next lean grant drew the bump's own number, or a lean grant
+        // in flight kept its lease past the forced release.)
+        for (int round = 0;; ++round) {
+            update("unlean", key);
+            fault(fault_point::mysql_force_unleaned);
+            begin();
+            bool live = false;
+            auto& ps = prepared("force_live");
+            bind_all(ps, key);
+            for_rows(ps, [&](sql::ResultSet&) { live = true; });
+            if (live) {
+                update("force_expire", key);
+                fault(fault_point::mysql_force_expired);
+                update("force_expire_readers", key);
+            }
+            if (update("force_bump", key, key) == 0) {
+                rollback();
+                return std::optional<std::int64_t>();
+            }
+            if (scalar("lean_flag", key).value_or(0) != 0) {
+                rollback();
+                if (round >= 100)
+                    throw db_error(dialect_name, "", "force_release: the key kept being granted lean; try again");
+                continue;
+            }
+            const auto token = scalar("read_token", key);
+            commit();
+            return token;
         }
-        if (update("force_bump", key, key) == 0) {
-            rollback();
-            return std::nullopt;
-        }
-        const auto token = scalar("read_token", key);
-        commit();
-        return token;
     });
 }
 
