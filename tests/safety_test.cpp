@@ -259,6 +259,86 @@ TEST_CASE_TEMPLATE("force_release's token stays below every later grant when the
     CHECK(next->token() > forced);
 }
 
+// MySQL: the holders' renewal read its clock before it waited for the keys'
+// rows of its readers, then renewed every holder live at that clock: a permit
+// whose lease ran out during the wait, and was granted to another client
+// since, was renewed too, and the semaphore had more live permits than its
+// limit.
+TEST_CASE_TEMPLATE("a holders' renewal that waited for a key's row renews no permit that expired meanwhile", Db,
+                   test::mysql_db) {
+    Db db;
+    auto c = db.open();
+    auto d = db.open();
+    sqlock::lock_options o;
+    o.auto_renew = false;
+    o.lease = 30s;
+    auto reader = c.try_acquire_shared("renew/key", o);
+    o.lease = 500ms;
+    auto permit = c.try_acquire_permit("renew/sem", 1, o);
+    REQUIRE(reader);
+    REQUIRE(permit);
+    auto blocker = db.raw();  // holds the reader's key row, as a grant or release of the key does
+    blocker->begin();
+    blocker->scalar("SELECT COUNT(*) FROM " + db.table("locks") + " WHERE lock_key = 'renew/key' FOR UPDATE");
+    // One watchdog batch with both, as the library sends it (sql/mysql/holders_renew.sql).
+    const std::string batch = R"([{"k":"renew/key","o":")" + reader->owner() +
+                              R"(","ms":30000,"t":"S"},{"k":"renew/sem","o":")" + permit->owner() +
+                              R"(","ms":30000,"t":"P"}])";
+    std::string failed;
+    std::thread renewal([&] {
+        try {
+            test::raw_connection_for(db.url())->rows("CALL " + db.prefix + "renew_holders('" + batch + "')");
+        } catch (const std::exception& e) {
+            failed = e.what();
+        }
+    });
+    std::this_thread::sleep_for(900ms);  // the renewal waits for the key's row; the permit's lease runs out
+    o.lease = 30s;
+    auto other = d.try_acquire_permit("renew/sem", 1, o);
+    CHECK(other);
+    blocker->commit();
+    renewal.join();
+    INFO(failed);
+    CHECK(failed.empty());
+    CHECK(db.raw()->scalar("SELECT COUNT(*) FROM " + db.table("holders") +
+                           " WHERE kind = 'P' AND lock_key = 'renew/sem' AND expires_at > UTC_TIMESTAMP(6)") == 1);
+}
+
+// MySQL: a reader's grant read its clock before it waited for the key's row,
+// so a group of readers that expired during the wait looked live and the
+// reader joined it, with its token, instead of starting a group with a new
+// one (whoever held the row meanwhile may have drawn that token).
+TEST_CASE_TEMPLATE("a reader that waited for the key's row does not join the group that expired meanwhile", Db,
+                   test::mysql_db) {
+    Db db;
+    auto a = db.open();
+    auto b = db.open();
+    sqlock::lock_options o;
+    o.auto_renew = false;
+    o.lease = 300ms;
+    auto first = a.try_acquire_shared("join/expired", o);
+    REQUIRE(first);
+    auto blocker = db.raw();
+    blocker->begin();
+    blocker->scalar("SELECT COUNT(*) FROM " + db.table("locks") + " WHERE lock_key = 'join/expired' FOR UPDATE");
+    std::optional<sqlock::lease> late;
+    std::string failed;
+    std::thread reader([&] {
+        try {
+            o.lease = 30s;
+            late = b.try_acquire_shared("join/expired", o);
+        } catch (const std::exception& e) {
+            failed = e.what();
+        }
+    });
+    std::this_thread::sleep_for(600ms);  // the group expires while the reader waits (its lock wait is 1 s)
+    blocker->commit();
+    reader.join();
+    INFO(failed);
+    REQUIRE(late);
+    CHECK(late->token() > first->token());  // a new group
+}
+
 TEST_CASE_TEMPLATE("an older library's select_for_update grant is refused once the schema is at version 14", Db,
                    test::mysql_db) {
     // From schema version 14 a lean key's counter runs ahead in its lock row

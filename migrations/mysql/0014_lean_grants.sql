@@ -27,6 +27,9 @@
 -- calls the procedures below, which keep both counters right: a grant draws
 -- GREATEST(fence token, lock row token) + 1.
 --
+-- Version 14 also reads the clock of a reader's grant and of the holders'
+-- renewal after their wait for the key's row, not before (see each).
+--
 -- Every process that uses the database must run a library of version 14 or
 -- later: an older library's select_for_update grant would draw its token
 -- from the fence row alone. The triggers below refuse such a grant (error
@@ -49,6 +52,7 @@ DROP PROCEDURE IF EXISTS sqlock_unlean;
 DROP PROCEDURE IF EXISTS sqlock_grant;
 DROP PROCEDURE IF EXISTS sqlock_grant_shared;
 DROP FUNCTION IF EXISTS sqlock_assert_held;
+DROP PROCEDURE IF EXISTS sqlock_renew_holders;
 DELIMITER //
 -- A lean row's counter is the key's: deleting the row (a DBA, a tool; sqlock
 -- itself deletes only unique_insert rows, which are never lean) folds it
@@ -237,7 +241,8 @@ BEGIN
 END//
 
 -- A reader's grant (version 9's, with the lean flag cleared while readers
--- hold the key and the token drawn past the lock row's counter).
+-- hold the key and the token drawn past the lock row's counter, and its
+-- clock read once it has the key's row).
 CREATE PROCEDURE sqlock_grant_shared(IN p_key VARBINARY(255), IN p_owner VARCHAR(64), IN p_lease_ms BIGINT,
                                      IN p_holder VARCHAR(255), IN p_note TEXT, IN p_ticket BIGINT,
                                      IN p_priority BIGINT)
@@ -250,12 +255,19 @@ BEGIN
     DECLARE v_lean BOOLEAN DEFAULT NULL;
     DECLARE v_now DATETIME(6);
     DECLARE v_until DATETIME(6);
+    DECLARE v_seen INT DEFAULT 0;
     DECLARE EXIT HANDLER FOR SQLEXCEPTION
     BEGIN
         ROLLBACK;
         RESIGNAL;
     END;
     START TRANSACTION;
+    -- The key's row first, the clock after: read before a wait for the row
+    -- (a select_for_update requester that locked the expired row of a group,
+    -- a grant or release of the key), the clock made a group that expired
+    -- during the wait look live, and the reader joined it with its token,
+    -- which the select_for_update grant had drawn.
+    SELECT COUNT(*) INTO v_seen FROM sqlock_locks WHERE lock_key = p_key FOR UPDATE;
     SET v_now = UTC_TIMESTAMP(6);
     SET v_until = v_now + INTERVAL (p_lease_ms * 1000) MICROSECOND;
     IF NOT EXISTS (SELECT 1 FROM sqlock_waiters w
@@ -315,6 +327,56 @@ BEGIN
         COMMIT;
     END IF;
     SELECT v_token AS token, v_remaining AS remaining_ms;
+END//
+
+-- The watchdog's renewal of shared holders and permits (version 6's), with
+-- its clock read after the keys' rows are locked, not before: the lock may
+-- take up to innodb_lock_wait_timeout, and a holder that expired during that
+-- wait (and whose permit may have been granted again since) looked live to
+-- the clock read before it and was renewed: more live permits than the limit,
+-- or a reader raising a key a writer may already hold. p_batch is a JSON
+-- array of {"k": key, "o": owner, "ms": lease, "t": 'S' or 'P'}. Returns the
+-- owners renewed.
+CREATE PROCEDURE sqlock_renew_holders(IN p_batch LONGTEXT)
+    MODIFIES SQL DATA
+BEGIN
+    DECLARE v_now DATETIME(6);
+    DECLARE EXIT HANDLER FOR SQLEXCEPTION
+    BEGIN
+        ROLLBACK;
+        RESIGNAL;
+    END;
+    START TRANSACTION;
+    UPDATE sqlock_locks SET expires_at = expires_at
+     WHERE lock_key IN (SELECT j.k FROM JSON_TABLE(p_batch, '$[*]' COLUMNS (k VARBINARY(255) PATH '$.k',
+                                                                            t CHAR(1) PATH '$.t')) AS j
+                         WHERE j.t = 'S')
+       AND owner = 'shared' AND mode = 'shared'
+     ORDER BY lock_key;
+    SET v_now = UTC_TIMESTAMP(6);
+    UPDATE sqlock_holders h
+      JOIN JSON_TABLE(p_batch, '$[*]' COLUMNS (k VARBINARY(255) PATH '$.k', o VARCHAR(64) PATH '$.o',
+                                               ms BIGINT PATH '$.ms', t CHAR(1) PATH '$.t')) AS j
+        ON h.kind = j.t AND h.lock_key = j.k AND h.owner = j.o
+       SET h.expires_at = v_now + INTERVAL (j.ms * 1000) MICROSECOND
+     WHERE h.expires_at > v_now
+       AND (j.t = 'P' OR EXISTS (SELECT 1 FROM sqlock_locks l
+                                  WHERE l.lock_key = j.k AND l.owner = 'shared' AND l.mode = 'shared'));
+    UPDATE sqlock_locks l
+      JOIN (SELECT lock_key, MAX(expires_at) AS until FROM sqlock_holders
+             WHERE kind = 'S' AND expires_at > v_now
+               AND lock_key IN (SELECT j.k FROM JSON_TABLE(p_batch, '$[*]' COLUMNS (k VARBINARY(255) PATH '$.k',
+                                                                                    t CHAR(1) PATH '$.t')) AS j
+                                 WHERE j.t = 'S')
+             GROUP BY lock_key) AS r ON r.lock_key = l.lock_key
+       SET l.expires_at = GREATEST(l.expires_at, r.until)
+     WHERE l.owner = 'shared' AND l.mode = 'shared';
+    COMMIT;
+    SELECT h.owner FROM sqlock_holders h
+      JOIN JSON_TABLE(p_batch, '$[*]' COLUMNS (k VARBINARY(255) PATH '$.k', o VARCHAR(64) PATH '$.o',
+                                               ms BIGINT PATH '$.ms', t CHAR(1) PATH '$.t')) AS j
+        ON h.kind = j.t AND h.lock_key = j.k AND h.owner = j.o
+     WHERE h.expires_at = v_now + INTERVAL (j.ms * 1000) MICROSECOND;
 END//
 
 -- Fails unless the lease on p_key with fencing token p_token is held right
