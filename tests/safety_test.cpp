@@ -339,6 +339,78 @@ TEST_CASE_TEMPLATE("a reader that waited for the key's row does not join the gro
     CHECK(late->token() > first->token());  // a new group
 }
 
+// MySQL: a lean holder's fenced transaction share-locks the key's row, and a
+// select_for_update attempt that met that lock returned busy without clearing
+// the lean flag: the holder's one-statement release then rang nobody, and its
+// client's next grant passed the waiter, for as long as it kept fencing.
+TEST_CASE_TEMPLATE("a select_for_update attempt that meets a lean holder's fenced transaction clears the flag", Db,
+                   test::mysql_db) {
+    Db db;
+    auto c = db.open();
+    auto d = db.open();
+    c.try_acquire("lean/fenced")->release();
+    auto held = c.try_acquire("lean/fenced");  // the one-statement grant: the key is lean
+    REQUIRE(held);
+    auto fenced = db.raw();
+    fenced->begin();
+    CHECK(fenced->scalar("SELECT " + db.prefix + "assert_held('lean/fenced', " + std::to_string(held->token()) +
+                         ")") == held->token());
+    std::optional<sqlock::lease> got;
+    std::string failed;
+    std::thread attempt([&] {
+        try {
+            got = d.try_acquire("lean/fenced", {.mode = sqlock::mode::select_for_update});
+        } catch (const std::exception& e) {
+            failed = e.what();
+        }
+    });
+    std::this_thread::sleep_for(300ms);  // the attempt met the row lock; clearing the flag waits for the fence row
+    fenced->commit();
+    attempt.join();
+    INFO(failed);
+    CHECK(failed.empty());
+    CHECK_FALSE(got);  // the key is held
+    CHECK(db.raw()->scalar("SELECT lean FROM " + db.table("locks") + " WHERE lock_key = 'lean/fenced'") == 0);
+}
+
+// MySQL: a queued waiter's grant read the holder's remaining lease, then
+// cleared the lean flag; a holder that let go in between (one UPDATE, which
+// rings nobody while the key is lean) left the waiter sleeping for its
+// backoff or that lease. The grant now reads the lease again after clearing
+// the flag: 0 when the key is free.
+TEST_CASE_TEMPLATE("a waiter's grant that clears the lean flag reports a key its holder let go meanwhile as free", Db,
+                   test::mysql_db) {
+    Db db;
+    auto c = db.open();
+    c.try_acquire("lean/gone")->release();
+    auto held = c.try_acquire("lean/gone", {.lease = 30s});  // lean
+    REQUIRE(held);
+    auto blocker = db.raw();  // holds the fence row: clearing the flag waits for it
+    blocker->begin();
+    blocker->scalar("SELECT token FROM " + db.table("fences") + " WHERE lock_key = 'lean/gone' FOR UPDATE");
+    std::vector<std::vector<std::string>> answer;
+    std::string failed;
+    std::thread waiter([&] {
+        try {
+            // A queued waiter's attempt (ticket 1, not fair), as the library calls it.
+            answer = test::raw_connection_for(db.url())
+                         ->rows("CALL " + db.prefix +
+                                "grant('lean/gone', 'waiter', 'conditional_update', 30000, 'test', NULL, 1, "
+                                "-9223372036854775808)");
+        } catch (const std::exception& e) {
+            failed = e.what();
+        }
+    });
+    std::this_thread::sleep_for(300ms);  // refused (held), now clearing the flag
+    held->release();                     // the one-statement release: the flag is still set
+    blocker->commit();
+    waiter.join();
+    INFO(failed);
+    REQUIRE(answer.size() == 1);
+    CHECK(answer[0].at(0).empty());  // not granted: its attempt came before the release
+    CHECK(answer[0].at(1) == "0");   // but the key is free now
+}
+
 TEST_CASE_TEMPLATE("an older library's select_for_update grant is refused once the schema is at version 14", Db,
                    test::mysql_db) {
     // From schema version 14 a lean key's counter runs ahead in its lock row

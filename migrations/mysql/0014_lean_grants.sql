@@ -232,6 +232,13 @@ BEGIN
         ROLLBACK;
         IF v_lean AND p_ticket < 9223372036854775807 THEN
             CALL sqlock_unlean(p_key);
+            -- The holder may have let go meanwhile, with the one-statement
+            -- release, which rings nobody (the key was lean): the remaining
+            -- lease again, 0 when free, so that the caller tries again at
+            -- once rather than after its backoff (or the lease it read).
+            SELECT MAX(IF(owner IS NULL OR expires_at <= UTC_TIMESTAMP(6), 0,
+                          CEIL(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at) / 1000)))
+              INTO v_remaining FROM sqlock_locks WHERE lock_key = p_key;
         END IF;
         SET v_lean = FALSE;
     ELSE
@@ -322,6 +329,13 @@ BEGIN
         ROLLBACK;
         IF v_lean AND p_ticket < 9223372036854775807 THEN
             CALL sqlock_unlean(p_key);
+            -- The holder may have let go meanwhile, with the one-statement
+            -- release, which rings nobody (the key was lean): the remaining
+            -- lease again, 0 when free, so that the caller tries again at
+            -- once rather than after its backoff (or the lease it read).
+            SELECT MAX(IF(owner IS NULL OR expires_at <= UTC_TIMESTAMP(6), 0,
+                          CEIL(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at) / 1000)))
+              INTO v_remaining FROM sqlock_locks WHERE lock_key = p_key;
         END IF;
     ELSE
         COMMIT;

@@ -221,6 +221,13 @@ my_session::attempt my_session::lock_row(std::string_view key, std::int64_t leas
             } catch (const sql::SQLException& e) {
                 if (!is_contention(e.getErrorCode())) throw;
                 rollback();
+                // The row is locked: by a grant or release at work, or by a
+                // lean holder's fenced transaction (sqlock_assert_held
+                // share-locks a lean key's row). A lean key must still be
+                // cleared, or its one-statement release rings nobody and the
+                // holder's client grants itself the key again past this
+                // waiter, for as long as it keeps fencing.
+                if (round == 0 && scalar("lean_flag", key).value_or(0) != 0) unlean_quietly(key);
                 return {state::busy, std::nullopt};
             }
             // Not free: absent, held, or lean. Read which, without locking.
@@ -235,14 +242,26 @@ my_session::attempt my_session::lock_row(std::string_view key, std::int64_t leas
                 lean = rs.getBoolean(3);
             });
             rollback();
-            // A lean key: clear the flag, whether the key is free (then try
-            // again) or held (then its release rings this waiter's queue
-            // instead of passing it by, as a lease waiter's failed grant does).
+            // A lean key: clear the flag, whether the key is free or held
+            // (then its release rings this waiter's queue instead of passing
+            // it by, as a lease waiter's failed grant does), and try again:
+            // the holder may have let go while the flag was cleared, with the
+            // one-statement release, which rings nobody.
             if (!lean || round > 0) return out;
-            update("unlean", key);
-            if (out.remaining_ms.value_or(0) > 0) return out;
+            unlean_quietly(key);
         }
     });
+}
+
+// sqlock_unlean, whose only failure that is not an error is a lock wait on
+// the key's fence row (a fenced transaction share-locks it): the next
+// attempt clears the flag then.
+void my_session::unlean_quietly(std::string_view key) {
+    try {
+        update("unlean", key);
+    } catch (const sql::SQLException& e) {
+        if (!is_contention(e.getErrorCode())) throw;
+    }
 }
 
 void my_session::release_row_lock(std::string_view key) {

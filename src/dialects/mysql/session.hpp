@@ -101,6 +101,8 @@ public:
 private:
     class my_ledger;
 
+    void unlean_quietly(std::string_view key);  // leases.cpp
+
     void count() {
         if (ctx_.statements) ++*ctx_.statements;
     }
