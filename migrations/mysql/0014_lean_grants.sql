@@ -344,7 +344,8 @@ BEGIN
 END//
 
 -- The watchdog's renewal of shared holders and permits (version 6's), with
--- its clock read after the keys' rows are locked, not before: the lock may
+-- its clock read after the keys' and semaphores' rows are locked, not
+-- before: the lock may
 -- take up to innodb_lock_wait_timeout, and a holder that expired during that
 -- wait (and whose permit may have been granted again since) looked live to
 -- the clock read before it and was renewed: more live permits than the limit,
@@ -367,6 +368,14 @@ BEGIN
                          WHERE j.t = 'S')
        AND owner = 'shared' AND mode = 'shared'
      ORDER BY lock_key;
+    -- And the semaphores' rows of its permits, which a permit grant locks
+    -- before it counts the live permits: a grant then counts after this
+    -- renewal's commit, or this renewal reads its clock after that grant's.
+    UPDATE sqlock_semaphores SET permits = permits
+     WHERE name IN (SELECT j.k FROM JSON_TABLE(p_batch, '$[*]' COLUMNS (k VARBINARY(255) PATH '$.k',
+                                                                        t CHAR(1) PATH '$.t')) AS j
+                     WHERE j.t = 'P')
+     ORDER BY name;
     SET v_now = UTC_TIMESTAMP(6);
     UPDATE sqlock_holders h
       JOIN JSON_TABLE(p_batch, '$[*]' COLUMNS (k VARBINARY(255) PATH '$.k', o VARCHAR(64) PATH '$.o',
@@ -419,21 +428,23 @@ BEGIN
     IF v_fence > p_token THEN
         SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'sqlock: the lease is not held: the key was granted again';
     END IF;
+    -- A select_for_update holder's row is never lean (the flag is cleared
+    -- before the row is locked, and nothing sets it while the row is locked).
+    -- A lean row means the row lock that drew this token was gone before its
+    -- bump committed (its connection killed while the bump waited): the same
+    -- number may then be a lean grant's, whose lease is judged below. Read
+    -- without locking, before the fence row's share lock (a lock on the lock
+    -- row after it would invert the grants' order); a grant that makes the
+    -- key lean after this read bumps the fence row first, which the second
+    -- read below, under the share lock, then sees.
     IF v_row_lock = p_token AND v_fence = p_token THEN
-        SELECT MAX(token), MAX(row_lock_token) INTO v_fence, v_row_lock
-          FROM sqlock_fences WHERE lock_key = p_key LOCK IN SHARE MODE;
-        -- A select_for_update holder's row is never lean (the flag is
-        -- cleared before the row is locked, and nothing sets it while the
-        -- row is locked), and with the fence row share-locked here nothing
-        -- can set it before this transaction ends. A lean row means the row
-        -- lock that drew this token was gone before its bump committed (its
-        -- connection killed while the bump waited): the same number may
-        -- then be a lean grant's, whose lease is judged below.
         SELECT MAX(lean) INTO v_lean FROM sqlock_locks WHERE lock_key = p_key;
-        IF v_fence = p_token AND v_row_lock = p_token AND NOT COALESCE(v_lean, FALSE) THEN
-            RETURN p_token;
-        END IF;
         IF NOT COALESCE(v_lean, FALSE) THEN
+            SELECT MAX(token), MAX(row_lock_token) INTO v_fence, v_row_lock
+              FROM sqlock_fences WHERE lock_key = p_key LOCK IN SHARE MODE;
+            IF v_fence = p_token AND v_row_lock = p_token THEN
+                RETURN p_token;
+            END IF;
             SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'sqlock: the lease is not held: the key was granted again';
         END IF;
     END IF;

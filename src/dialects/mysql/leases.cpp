@@ -223,11 +223,17 @@ my_session::attempt my_session::lock_row(std::string_view key, std::int64_t leas
                 rollback();
                 // The row is locked: by a grant or release at work, or by a
                 // lean holder's fenced transaction (sqlock_assert_held
-                // share-locks a lean key's row). A lean key must still be
-                // cleared, or its one-statement release rings nobody and the
-                // holder's client grants itself the key again past this
-                // waiter, for as long as it keeps fencing.
-                if (round == 0 && scalar("lean_flag", key).value_or(0) != 0) unlean_quietly(key);
+                // share-locks a lean key's row). A queued waiter must still
+                // clear a lean key's flag, or the one-statement release rings
+                // nobody and the holder's client grants itself the key again
+                // past it, for as long as it keeps fencing; then it tries
+                // again, as the holder may have let go meanwhile. (Not a
+                // try_acquire: clearing the flag may wait for the fenced
+                // transaction, and a try answers at once.)
+                if (round == 0 && ticket != no_ticket && scalar("lean_flag", key).value_or(0) != 0) {
+                    unlean_quietly(key);
+                    continue;
+                }
                 return {state::busy, std::nullopt};
             }
             // Not free: absent, held, or lean. Read which, without locking.
