@@ -49,6 +49,7 @@ DROP TRIGGER IF EXISTS sqlock_locks_fold_lean;
 DROP TRIGGER IF EXISTS sqlock_fences_row_lock_insert;
 DROP TRIGGER IF EXISTS sqlock_fences_row_lock_update;
 DROP PROCEDURE IF EXISTS sqlock_unlean;
+DROP PROCEDURE IF EXISTS sqlock_refused;
 DROP PROCEDURE IF EXISTS sqlock_grant;
 DROP PROCEDURE IF EXISTS sqlock_grant_shared;
 DROP FUNCTION IF EXISTS sqlock_assert_held;
@@ -143,6 +144,33 @@ BEGIN
     END LOOP;
 END//
 
+-- The end of a refused grant (sqlock_grant, sqlock_grant_shared), inside
+-- its transaction: reads the holder's remaining lease for the caller's
+-- backoff (NULL when the key is free or has no row), rolls the transaction
+-- back, and, for a queued waiter (p_ticket not the largest BIGINT) that met
+-- a lean key, clears the flag so that the holder's release rings the queue
+-- and no lean grant passes the waiter. The holder may have let go meanwhile,
+-- with the one-statement release, which rings nobody (the key was lean): the
+-- remaining lease is then read again, 0 when free, so that the caller tries
+-- again at once rather than after its backoff (or the lease it read).
+CREATE PROCEDURE sqlock_refused(IN p_key VARBINARY(255), IN p_ticket BIGINT, OUT o_remaining BIGINT)
+    MODIFIES SQL DATA
+BEGIN
+    DECLARE v_lean BOOLEAN DEFAULT NULL;
+    -- MAX(): always one row, also for a key without one.
+    SELECT MAX(IF(owner IS NULL, NULL,
+                  GREATEST(0, CEIL(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at) / 1000)))),
+           MAX(lean)
+      INTO o_remaining, v_lean FROM sqlock_locks WHERE lock_key = p_key;
+    ROLLBACK;
+    IF v_lean AND p_ticket < 9223372036854775807 THEN
+        CALL sqlock_unlean(p_key);
+        SELECT MAX(IF(owner IS NULL OR expires_at <= UTC_TIMESTAMP(6), 0,
+                      CEIL(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at) / 1000)))
+          INTO o_remaining FROM sqlock_locks WHERE lock_key = p_key;
+    END IF;
+END//
+
 -- Grants p_key in a lease mode: p_owner, p_mode, p_lease_ms, p_holder, p_note;
 -- p_ticket and p_priority are the requester's queue position (no ticket: the
 -- largest BIGINT; not fair: the smallest). Granted only when no live waiter
@@ -224,22 +252,7 @@ BEGIN
         END IF;
     END IF;
     IF v_token IS NULL THEN
-        -- MAX(): always one row, also for a key without one.
-        SELECT MAX(IF(owner IS NULL, NULL,
-                      GREATEST(0, CEIL(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at) / 1000)))),
-               MAX(lean)
-          INTO v_remaining, v_lean FROM sqlock_locks WHERE lock_key = p_key;
-        ROLLBACK;
-        IF v_lean AND p_ticket < 9223372036854775807 THEN
-            CALL sqlock_unlean(p_key);
-            -- The holder may have let go meanwhile, with the one-statement
-            -- release, which rings nobody (the key was lean): the remaining
-            -- lease again, 0 when free, so that the caller tries again at
-            -- once rather than after its backoff (or the lease it read).
-            SELECT MAX(IF(owner IS NULL OR expires_at <= UTC_TIMESTAMP(6), 0,
-                          CEIL(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at) / 1000)))
-              INTO v_remaining FROM sqlock_locks WHERE lock_key = p_key;
-        END IF;
+        CALL sqlock_refused(p_key, p_ticket, v_remaining);
         SET v_lean = FALSE;
     ELSE
         COMMIT;
@@ -259,7 +272,6 @@ BEGIN
     DECLARE v_remaining BIGINT DEFAULT NULL;
     DECLARE v_started INT DEFAULT NULL;
     DECLARE v_row_token BIGINT DEFAULT 0;
-    DECLARE v_lean BOOLEAN DEFAULT NULL;
     DECLARE v_now DATETIME(6);
     DECLARE v_until DATETIME(6);
     DECLARE v_seen INT DEFAULT 0;
@@ -322,21 +334,7 @@ BEGIN
         END IF;
     END IF;
     IF v_token IS NULL THEN
-        SELECT MAX(IF(owner IS NULL, NULL,
-                      GREATEST(0, CEIL(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at) / 1000)))),
-               MAX(lean)
-          INTO v_remaining, v_lean FROM sqlock_locks WHERE lock_key = p_key;
-        ROLLBACK;
-        IF v_lean AND p_ticket < 9223372036854775807 THEN
-            CALL sqlock_unlean(p_key);
-            -- The holder may have let go meanwhile, with the one-statement
-            -- release, which rings nobody (the key was lean): the remaining
-            -- lease again, 0 when free, so that the caller tries again at
-            -- once rather than after its backoff (or the lease it read).
-            SELECT MAX(IF(owner IS NULL OR expires_at <= UTC_TIMESTAMP(6), 0,
-                          CEIL(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at) / 1000)))
-              INTO v_remaining FROM sqlock_locks WHERE lock_key = p_key;
-        END IF;
+        CALL sqlock_refused(p_key, p_ticket, v_remaining);
     ELSE
         COMMIT;
     END IF;
