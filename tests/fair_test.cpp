@@ -318,14 +318,29 @@ TEST_CASE_TEMPLATE("a release wakes the head waiter's client, not every waiting 
         // The release also wakes this process's waiters directly, so the
         // first may be granted before the doorbell reaches its client's
         // listener.
-        CHECK(test::eventually([&] { return first.stats().wakeups == first_wakeups + 1; }));  // the release's ring
-        CHECK(second.stats().wakeups == second_wakeups);  // not the second's client
+        if (m == sqlock::mode::select_for_update && db.name() == "mysql") {
+            // On MariaDB a waiter's attempt waits in the server for a
+            // select_for_update holder's row (up to the 1 s lock wait): one
+            // in flight as the row lock ends is granted at once, leaves the
+            // queue, and the release then rings the next head, the second.
+            // Still one ring, and only then the second's (a CI run under
+            // ASan, 2026-11-27).
+            CHECK(test::eventually([&] {
+                return first.stats().wakeups + second.stats().wakeups == first_wakeups + second_wakeups + 1;
+            }));
+            if (second.stats().wakeups != second_wakeups) CHECK(first.stats().wakeups == first_wakeups);
+        } else {
+            CHECK(test::eventually([&] { return first.stats().wakeups == first_wakeups + 1; }));  // the release's ring
+            CHECK(second.stats().wakeups == second_wakeups);  // not the second's client
+        }
+        const auto first_after = first.stats().wakeups;
+        const auto second_after = second.stats().wakeups;
         REQUIRE(test::eventually([&] { return listening(db, *raw, 2); }));
         got_first->release();  // now the second is at the head: its client gets the doorbell
         t2.join();
         // The next release's ring, at the next head.
-        CHECK(test::eventually([&] { return second.stats().wakeups == second_wakeups + 1; }));
-        CHECK(first.stats().wakeups == first_wakeups + 1);  // not the first's client again
+        CHECK(test::eventually([&] { return second.stats().wakeups == second_after + 1; }));
+        CHECK(first.stats().wakeups == first_after);  // not the first's client again
     }
 }
 
