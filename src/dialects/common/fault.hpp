@@ -12,6 +12,7 @@ namespace sqlock::detail {
 enum class fault_point {
     fenced_commit_done,        // a fenced transaction (job claim or outcome) just committed
     sqlite_grant_written,      // SQLite: a queued waiter's grant statement granted, its ticket not yet removed
+    sqlite_shared_granted,     // SQLite: a reader's grant took the key's row, its own row not yet written
     mysql_force_expired,       // MySQL: force_release expired the key's row, not yet its readers' rows
     mysql_force_unleaned,      // MySQL: force_release cleared the lean flag, its transaction not yet begun
 };

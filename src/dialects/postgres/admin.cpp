@@ -74,7 +74,7 @@ std::optional<std::int64_t> pg_session::force_release(std::string_view key) {
         auto res = call(tx, "force_release", key);
         if (res.empty()) return std::nullopt;  // never granted: the transaction rolls back
         count();
-        call(tx, "force_expire_readers", key);
+        call(tx, "force_expire_late", key);
         commit(tx, "force_release");
         check_replicated("force_release");
         return res[0][0].as<std::int64_t>();

@@ -3,6 +3,7 @@
 // few statements; a release that lets a waiter in rings its doorbell. The
 // session is in session.hpp.
 
+#include "dialects/common/fault.hpp"
 #include "dialects/sqlite/doorbell.hpp"
 #include "dialects/sqlite/session.hpp"
 
@@ -36,6 +37,7 @@ grant_result sqlite_session::grant_holder(const holder_request& r) {
 std::optional<std::int64_t> sqlite_session::grant_shared(const holder_request& r) {
     if (update("shared_grant", r.key, r.owner, r.lease_ms, r.holder, r.note, r.ticket, r.priority) == 0)
         return std::nullopt;
+    fault(fault_point::sqlite_shared_granted);
     return first_integer("shared_insert", r.key, r.owner, r.lease_ms, r.holder, r.note);
 }
 

@@ -74,8 +74,11 @@ bool sqlite_session::release(std::string_view key, std::string_view owner, sqloc
     unflushed([&] {
         auto q = prepare(m == mode::unique_insert ? "release_delete" : "release_clear");
         q.bind(1, key).bind(2, owner);
-        if (q.step()) wake = q.null(0) ? std::string() : q.text(0);
-        q.run();
+        // Drain only after a row: stepping past SQLITE_DONE runs it again.
+        if (q.step()) {
+            wake = q.null(0) ? std::string() : q.text(0);
+            q.run();
+        }
         return true;
     });  // committed (autocommit) and this process's write turn given back
     if (wake && !wake->empty()) ring_sqlite_doorbell(*wake);
