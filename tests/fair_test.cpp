@@ -16,6 +16,8 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <future>
 #include <optional>
 #include <random>
 #include <thread>
@@ -416,10 +418,11 @@ TEST_CASE_TEMPLATE("a ring that comes while the listener is not waiting is kept 
         return sqlock::detail::holder_request{.kind = kind, .key = key, .owner = "holder", .permits = 1,
                                               .lease_ms = 60'000, .holder = "test", .note = ""};
     };
-    CHECK_FALSE(listener->wait(10ms));  // nothing rung yet; from here on it is not waiting
+    using sqlock::detail::heard;
+    CHECK(listener->wait(10ms) == heard::nothing);  // nothing rung yet; from here on it is not waiting
     auto rung_once = [&] {
-        CHECK(listener->wait(2s));          // the ring that came while it was not waiting
-        CHECK_FALSE(listener->wait(10ms));  // and only once
+        CHECK(listener->wait(2s) == heard::ring);       // the ring that came while it was not waiting
+        CHECK(listener->wait(10ms) == heard::nothing);  // and only once
     };
     SUBCASE("a lease's release") {
         REQUIRE(session->grant({.key = "ring/lease", .owner = "holder", .mode = sqlock::mode::conditional_update,
@@ -458,6 +461,68 @@ TEST_CASE_TEMPLATE("a ring that comes while the listener is not waiting is kept 
         queue("ring/row", 'X');
         rows->release_row_lock("ring/row");
         rung_once();
+    }
+}
+
+TEST_CASE_TEMPLATE("a ring that interrupts the listener's sleep wakes at once, and a stray interrupt rings nothing",
+                   Db, test::mysql_db) {
+    // MariaDB's listener sleeps in a statement that a release's KILL QUERY
+    // ends. The interrupt is a hint (wake the waiters now, before the count
+    // is read: one round trip less in every handoff between processes); the
+    // next wait reads the count and confirms the ring at once, counted once.
+    // A KILL that comes with no ring behind it (a late one, for a count
+    // already seen) is a hint too, and the next wait then finds nothing new
+    // and sleeps its whole timeout: no ring is made up.
+    Db db;
+    db.migrate();
+    sqlock::detail::dialect_context ctx;
+    ctx.url = ctx.redacted_url = db.url();
+    ctx.options = db.options();
+    auto dialect = sqlock::detail::make_dialect(sqlock::detail::parse_url(ctx.url).scheme, ctx);
+    const std::string channel = db.prefix + "w_" + test::random_hex(16);
+    auto listener = dialect->listen(channel);
+    auto session = dialect->connect();
+    auto raw = db.raw();
+    using sqlock::detail::heard;
+    REQUIRE(listener->wait(10ms) == heard::nothing);
+    // Waits on another thread while `act` runs once the listener's statement
+    // is asleep in the server (it shows in the process list).
+    auto wait_during = [&](const std::function<void()>& act) {
+        auto waited = std::async(std::launch::async, [&] { return listener->wait(5s); });
+        REQUIRE(test::eventually([&] {
+            return raw->scalar("SELECT count(*) FROM information_schema.processlist WHERE info LIKE 'SELECT SLEEP(%" +
+                               channel + "%' AND state = 'User sleep'") == 1;
+        }));
+        const auto at = std::chrono::steady_clock::now();
+        act();
+        const heard h = waited.get();
+        CHECK(std::chrono::steady_clock::now() - at < 4s);  // interrupted, not the timeout
+        return h;
+    };
+    SUBCASE("a release's ring") {
+        REQUIRE(session->grant({.key = "hint/lease", .owner = "holder", .mode = sqlock::mode::conditional_update,
+                                .lease_ms = 60'000, .holder = "test", .note = "", .want_remaining = false})
+                    .token);
+        auto other = dialect->connect();
+        const auto ticket = other->enqueue({.key = "hint/lease", .kind = 'X', .owner = "waiter", .fair = true,
+                                            .priority = 0, .lease_ms = 60'000, .listener = channel,
+                                            .holder = "test"});
+        CHECK_FALSE(other->grant({.key = "hint/lease", .owner = "waiter", .mode = sqlock::mode::conditional_update,
+                                  .lease_ms = 60'000, .holder = "test", .note = "", .want_remaining = false,
+                                  .ticket = ticket, .priority = 0})
+                        .token);
+        CHECK(wait_during([&] { REQUIRE(session->release("hint/lease", "holder", sqlock::mode::conditional_update)); }) ==
+              heard::hint);
+        CHECK(listener->wait(2s) == heard::ring);       // the count, read at once
+        CHECK(listener->wait(10ms) == heard::nothing);  // and only once
+    }
+    SUBCASE("a stray interrupt") {
+        CHECK(wait_during([&] {
+                  raw->exec("KILL QUERY " + std::to_string(raw->scalar("SELECT IS_USED_LOCK('" + channel + "')")));
+              }) == heard::hint);
+        const auto at = std::chrono::steady_clock::now();
+        CHECK(listener->wait(300ms) == heard::nothing);
+        CHECK(std::chrono::steady_clock::now() - at >= 300ms);  // it slept: the count had not moved
     }
 }
 

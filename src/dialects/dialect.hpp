@@ -302,12 +302,20 @@ public:
 };
 
 // A connection that waits for wake-up notifications (PostgreSQL LISTEN).
+// What a notifier's wait heard.
+enum class heard {
+    nothing,  // no notification before the timeout
+    ring,     // at least one notification arrived
+    // Probably one: worth waking the waiters at once, before it is confirmed.
+    // The next wait confirms it (ring, at once) or finds nothing new.
+    hint,
+};
+
 class notifier {
 public:
     virtual ~notifier() = default;
-    // Waits up to timeout; true when at least one notification arrived.
-    // Throws connection_error when the connection is gone.
-    virtual bool wait(std::chrono::milliseconds timeout) = 0;
+    // Waits up to timeout. Throws connection_error when the connection is gone.
+    virtual heard wait(std::chrono::milliseconds timeout) = 0;
 };
 
 // Opens sessions to one database, and says what the backend can do.

@@ -31,9 +31,10 @@ void listener::main(std::unique_ptr<notifier> n) {
                 n = dialect_.listen(channel_);
                 wakeups::notify();  // wake-ups may have been missed while it was down
             }
-            if (n->wait(std::chrono::milliseconds(250))) {
-                ++received_;
-                wakeups::notify();
+            switch (n->wait(std::chrono::milliseconds(250))) {
+            case heard::ring: ++received_; [[fallthrough]];
+            case heard::hint: wakeups::notify(); break;
+            case heard::nothing: break;
             }
         } catch (const std::exception& e) {
             n.reset();

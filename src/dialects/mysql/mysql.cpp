@@ -156,7 +156,7 @@ connection_error listener_failed(const sql::SQLException& e) {
 
 }  // namespace
 
-bool my_session::doze(const std::string& channel, std::chrono::milliseconds timeout, std::int64_t& seen) {
+heard my_session::doze(const std::string& channel, std::chrono::milliseconds timeout, std::int64_t& seen) {
     // A release finds this connection by the named lock it holds
     // (hold_doorbell); the channel in the text is for people reading the
     // process list. It is the client's own (prefix and hex), checked here
@@ -176,28 +176,32 @@ bool my_session::doze(const std::string& channel, std::chrono::milliseconds time
                channel + "', t.rung FROM (SELECT COALESCE(MAX(rung), -1) AS rung FROM " + setup_.sql.prefix() +
                "rings WHERE channel = '" + channel + "') t";
     };
-    for (auto ms = timeout;; ms = std::chrono::milliseconds(0)) {
-        std::int64_t rung = 0;
-        try {
-            std::unique_ptr<sql::ResultSet> rs(stmt_->executeQuery(text(ms)));
-            if (!rs->next()) return false;
-            rung = rs->getInt64(3);
-            // Interrupted: read the count again, at once. The ring's count was
-            // committed before its KILL, so the next statement sees it; a
-            // KILL whose count an earlier statement already saw moves nothing.
-            if (rung == seen && rs->getInt(1) == 1) continue;
-        } catch (const sql::SQLException& e) {
-            if (e.getErrorCode() == er_query_interrupted) continue;  // as above
-            throw listener_failed(e);
-        }
-        if (rung == seen) return false;
-        if (rung < 0) {
-            seen = hold_doorbell(channel);
-            return true;  // rings may have gone uncounted meanwhile
-        }
-        seen = rung;
-        return true;
+    // Interrupted: a hint, and the waiters try at once; the ring's count was
+    // committed before its KILL, so their attempts find the release. The
+    // next call reads the count (at once: it is no longer `seen`) and
+    // reports the ring, which wakes them a second time. Not a duplicate to
+    // drop: a KILL can come late, for a ring whose count an earlier
+    // statement already saw, and a ring counted just after such a late KILL
+    // is caught only by that second wake. Reading the count before waking
+    // anybody, as this did until now, put a round trip into every handoff
+    // between processes (docs/backends.md has what that cost).
+    std::int64_t rung = 0;
+    try {
+        std::unique_ptr<sql::ResultSet> rs(stmt_->executeQuery(text(timeout)));
+        if (!rs->next()) return heard::nothing;
+        rung = rs->getInt64(3);
+        if (rung == seen && rs->getInt(1) == 1) return heard::hint;  // SLEEP returns 1 when interrupted
+    } catch (const sql::SQLException& e) {
+        if (e.getErrorCode() == er_query_interrupted) return heard::hint;
+        throw listener_failed(e);
     }
+    if (rung == seen) return heard::nothing;
+    if (rung < 0) {
+        seen = hold_doorbell(channel);
+        return heard::ring;  // rings may have gone uncounted meanwhile
+    }
+    seen = rung;
+    return heard::ring;
 }
 
 std::int64_t my_session::hold_doorbell(const std::string& channel) {
@@ -285,7 +289,7 @@ public:
     my_notifier(const my_setup& setup, std::string channel) : session_(setup), channel_(std::move(channel)) {
         seen_ = session_.hold_doorbell(channel_);
     }
-    bool wait(std::chrono::milliseconds timeout) override { return session_.doze(channel_, timeout, seen_); }
+    heard wait(std::chrono::milliseconds timeout) override { return session_.doze(channel_, timeout, seen_); }
 
 private:
     my_session session_;

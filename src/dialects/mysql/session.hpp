@@ -87,12 +87,13 @@ public:
     // and 0013_ring_counts.sql): sleeps up to `timeout` in a statement that
     // names `channel`, unless the channel's ring count is no longer `seen`; a
     // release counts a ring and then interrupts the statement when this
-    // client's waiter heads the queue. True when the count moved (and `seen`
-    // is then the new count), which no ring escapes: one counted while the
-    // listener was between statements is seen by the next. Not counted as a
-    // statement of any operation: it runs on the listener's own connection,
-    // in the background.
-    bool doze(const std::string& channel, std::chrono::milliseconds timeout, std::int64_t& seen);
+    // client's waiter heads the queue. A ring when the count moved (and
+    // `seen` is then the new count), which no ring escapes: one counted while
+    // the listener was between statements is seen by the next. A hint when
+    // the statement was interrupted: the next call reads the count. Not
+    // counted as a statement of any operation: it runs on the listener's own
+    // connection, in the background.
+    heard doze(const std::string& channel, std::chrono::milliseconds timeout, std::int64_t& seen);
     // Takes the named lock `channel` for the life of this connection (how a
     // release finds the listener to interrupt) and makes the channel's ring
     // count; returns the count so far.

@@ -165,13 +165,13 @@ public:
         }
     }
 
-    bool wait(std::chrono::milliseconds timeout) override {
+    heard wait(std::chrono::milliseconds timeout) override {
         const auto start = std::chrono::steady_clock::now();
         woken_ = false;
         try {
             const auto us = timeout.count() * 1000;
             conn_->await_notification(static_cast<long>(us / 1'000'000), static_cast<long>(us % 1'000'000));
-            if (woken_) return true;
+            if (woken_) return heard::ring;
             // On a dead socket await_notification returns at once while
             // is_open() still says true: an early return without a
             // notification gets a round trip to tell the two apart.
@@ -179,7 +179,7 @@ public:
         } catch (const pqxx::failure& e) {
             throw connection_error(std::string("PostgreSQL listener connection lost: ") + e.what());
         }
-        return woken_;
+        return woken_ ? heard::ring : heard::nothing;
     }
 
 private:

@@ -43,14 +43,14 @@ sqlite_doorbell::sqlite_doorbell(const std::string& channel) {
 
 sqlite_doorbell::~sqlite_doorbell() { ::close(fd_); }
 
-bool sqlite_doorbell::wait(std::chrono::milliseconds timeout) {
+heard sqlite_doorbell::wait(std::chrono::milliseconds timeout) {
     pollfd p{fd_, POLLIN, 0};
     const int n = ::poll(&p, 1, static_cast<int>(timeout.count()));
     if (n < 0 && errno != EINTR) throw connection_error(std::string("SQLite wake-up socket: ") + std::strerror(errno));
     bool rang = false;
     char byte;
     while (::recv(fd_, &byte, 1, MSG_DONTWAIT) >= 0) rang = true;
-    return rang;
+    return rang ? heard::ring : heard::nothing;
 }
 
 void ring_sqlite_doorbell(std::string_view channel) noexcept {

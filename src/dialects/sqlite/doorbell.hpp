@@ -27,7 +27,7 @@ public:
 
     // Waits up to timeout for a ring; true when at least one arrived (all
     // pending ones are consumed).
-    bool wait(std::chrono::milliseconds timeout) override;
+    heard wait(std::chrono::milliseconds timeout) override;
 
 private:
     int fd_ = -1;
