@@ -1,3 +1,3 @@
--- Renewal: ? lease ms, ? key, ? owner. An expired lease cannot be revived.
-UPDATE sqlock_locks SET expires_at = UTC_TIMESTAMP(6) + INTERVAL (? * 1000) MICROSECOND
- WHERE lock_key = ? AND owner = ? AND expires_at > UTC_TIMESTAMP(6)
+-- Renewal: ? key, ? owner, ? lease ms. An expired lease cannot be revived:
+-- see migrations/mysql/0015_lock_then_judge.sql.
+CALL sqlock_renew(?, ?, ?)

@@ -9,6 +9,9 @@
 -- A grant that sees the release commits after it in the WAL and waits for
 -- its own flush, which covers the release too: no acknowledged grant
 -- depends on a release the disk does not have.
+-- A waiter's channel is never '' here (pg_notify('') fails, and the release
+-- with it), not even one an older library stored for a pooled client's
+-- reader or permit waiter (holder_enqueue.sql).
 WITH unflushed AS (
     SELECT set_config('synchronous_commit', 'off', true)
 ), released AS (
@@ -16,7 +19,7 @@ WITH unflushed AS (
 )
 SELECT (SELECT count(*) FROM released) AS released,
        (SELECT pg_notify(w.listener, w.ticket::text) FROM sqlock_waiters w
-         WHERE w.lock_key = $1 AND w.kind <> 'P' AND w.listener IS NOT NULL AND w.expires_at > clock_timestamp()
+         WHERE w.lock_key = $1 AND w.kind <> 'P' AND w.listener <> '' AND w.expires_at > clock_timestamp()
            AND EXISTS (SELECT 1 FROM released)
          ORDER BY w.fair DESC, w.priority DESC, w.ticket LIMIT 1) IS NOT NULL AS woke,
        (SELECT count(*) FROM unflushed) AS unflushed

@@ -84,8 +84,9 @@ bool my_session::release(std::string_view key, std::string_view owner, sqlock::m
 renew_result my_session::renew(std::string_view key, std::string_view owner, std::int64_t lease_ms, bool wait) {
     return guarded("renew", [&] {
         try {
-            return update(wait ? "renew" : "renew_nowait", lease_ms, key, owner) == 1 ? renew_result::renewed
-                                                                                    : renew_result::not_held;
+            const bool renewed = wait ? scalar("renew", key, owner, lease_ms).value_or(0) == 1
+                                      : update("renew_nowait", lease_ms, key, owner) == 1;
+            return renewed ? renew_result::renewed : renew_result::not_held;
         } catch (const sql::SQLException& e) {
             if (e.getErrorCode() == er_lock_wait_timeout) return renew_result::row_locked;
             throw;

@@ -40,9 +40,9 @@ bool pg_session::release(std::string_view key, std::string_view owner, sqlock::m
 renew_result pg_session::renew(std::string_view key, std::string_view owner, std::int64_t lease_ms, bool wait) {
     return guarded("renew", [&] {
         try {
-            return run(wait ? "renew" : "renew_nowait", key, owner, lease_ms).affected_rows() == 1
-                       ? renew_result::renewed
-                       : renew_result::not_held;
+            const bool renewed = wait ? run("renew", key, owner, lease_ms)[0][0].as<bool>()
+                                      : run("renew_nowait", key, owner, lease_ms).affected_rows() == 1;
+            return renewed ? renew_result::renewed : renew_result::not_held;
         } catch (const pqxx::sql_error& e) {
             if (e.sqlstate() == lock_not_available) return renew_result::row_locked;
             throw;
