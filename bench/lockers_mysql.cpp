@@ -222,11 +222,17 @@ public:
     bool renew(const std::string& key) override {
         auto it = held_.find(key);
         if (it == held_.end()) return false;
-        auto& renew = main_.ps("renew");
-        renew.setInt64(1, lease_ms_);
-        renew.setString(2, key);
-        renew.setString(3, it->second);
-        return renew.executeUpdate() == 1;  // CLIENT_FOUND_ROWS: rows matched
+        auto& renew = main_.ps("renew");  // a CALL: one row, 1 when renewed
+        renew.setString(1, key);
+        renew.setString(2, it->second);
+        renew.setInt64(3, lease_ms_);
+        bool renewed = false;
+        {
+            std::unique_ptr<sql::ResultSet> rs(renew.executeQuery());
+            renewed = rs->next() && rs->getInt(1) == 1;
+        }
+        while (renew.getMoreResults()) std::unique_ptr<sql::ResultSet> more(renew.getResultSet());
+        return renewed;
     }
 
 private:

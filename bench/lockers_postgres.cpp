@@ -99,7 +99,7 @@ public:
 
     bool renew(const std::string& key) override {
         auto it = held_.find(key);
-        return it != held_.end() && main_.run("renew", key, it->second, lease_ms_).affected_rows() == 1;
+        return it != held_.end() && main_.run("renew", key, it->second, lease_ms_)[0][0].as<bool>();
     }
 
 private:
