@@ -163,6 +163,18 @@ public:
     std::atomic<bool> fired{false};
 };
 
+// A thread that runs `body`, keeping the message of what it throws in `failed`.
+template <class Body>
+std::thread noting_failure(std::string& failed, Body body) {
+    return std::thread([&failed, body = std::move(body)]() mutable {
+        try {
+            body();
+        } catch (const std::exception& e) {
+            failed = e.what();
+        }
+    });
+}
+
 [[noreturn]] void lose_connection() {
     throw sqlock::connection_error("injected: the connection died after the server committed");
 }
@@ -298,21 +310,13 @@ TEST_CASE_TEMPLATE("force_release ends the lease of a grant that was waiting for
     };
     std::optional<sqlock::lease> granted;
     std::string grant_failed, force_failed;
-    std::thread grant([&] {
-        try {
-            granted = grantee.acquire(key, 10s, {.lease = 30s, .auto_renew = false});
-        } catch (const std::exception& e) {
-            grant_failed = e.what();
-        }
+    std::thread grant = noting_failure(grant_failed, [&] {
+        granted = grantee.acquire(key, 10s, {.lease = 30s, .auto_renew = false});
     });
     CHECK(wait_for_waiters(1));  // the grant, behind the fenced transaction
     std::optional<std::int64_t> forced;
-    std::thread force([&] {
-        try {
-            forced = breaker.force_release(key, "test");
-        } catch (const std::exception& e) {
-            force_failed = e.what();
-        }
+    std::thread force = noting_failure(force_failed, [&] {
+        forced = breaker.force_release(key, "test");
     });
     CHECK(wait_for_waiters(2));  // force_release too
     raw->commit();
@@ -360,12 +364,8 @@ TEST_CASE_TEMPLATE("a holders' renewal that waited for a key's row renews no per
                               R"(","ms":30000,"t":"S"},{"k":"renew/sem","o":")" + permit->owner() +
                               R"(","ms":30000,"t":"P"}])";
     std::string failed;
-    std::thread renewal([&] {
-        try {
-            test::raw_connection_for(db.url())->rows("CALL " + db.prefix + "renew_holders('" + batch + "')");
-        } catch (const std::exception& e) {
-            failed = e.what();
-        }
+    std::thread renewal = noting_failure(failed, [&] {
+        test::raw_connection_for(db.url())->rows("CALL " + db.prefix + "renew_holders('" + batch + "')");
     });
     std::this_thread::sleep_for(900ms);  // the renewal waits for the key's row; the permit's lease runs out
     o.lease = 30s;
@@ -402,13 +402,9 @@ TEST_CASE_TEMPLATE("a reader that waited for the key's row does not join the gro
     blocker->scalar("SELECT 1 FROM " + db.table("locks") + " WHERE lock_key = 'join/expired' FOR UPDATE");
     std::optional<sqlock::lease> late;
     std::string failed;
-    std::thread reader([&] {
-        try {
-            o.lease = 30s;
-            late = b.try_acquire_shared("join/expired", o);
-        } catch (const std::exception& e) {
-            failed = e.what();
-        }
+    std::thread reader = noting_failure(failed, [&] {
+        o.lease = 30s;
+        late = b.try_acquire_shared("join/expired", o);
     });
     std::this_thread::sleep_for(600ms);  // the group expires while the reader waits (its lock wait is 2 s)
     blocker->commit();
@@ -440,12 +436,8 @@ TEST_CASE_TEMPLATE("a renewal that waited for the key's row does not revive the 
     blocker->scalar("SELECT 1 FROM " + db.table("locks") + " WHERE lock_key = 'renew/expired' FOR UPDATE");
     std::optional<bool> renewed;
     std::string failed;
-    std::thread renewal([&] {
-        try {
-            renewed = held->renew();
-        } catch (const std::exception& e) {
-            failed = e.what();
-        }
+    std::thread renewal = noting_failure(failed, [&] {
+        renewed = held->renew();
     });
     std::this_thread::sleep_for(550ms);  // the lease expires (1 s) while the renewal waits
     blocker->commit();
@@ -522,16 +514,12 @@ TEST_CASE_TEMPLATE("a waiter's grant that clears the lean flag reports a key its
     blocker->scalar("SELECT token FROM " + db.table("fences") + " WHERE lock_key = 'lean/gone' FOR UPDATE");
     std::vector<std::vector<std::string>> answer;
     std::string failed;
-    std::thread waiter([&] {
-        try {
-            // A queued waiter's attempt (ticket 1, not fair), as the library calls it.
-            answer = test::raw_connection_for(db.url())
-                         ->rows("CALL " + db.prefix +
-                                "grant('lean/gone', 'waiter', 'conditional_update', 30000, 'test', NULL, 1, "
-                                "-9223372036854775808)");
-        } catch (const std::exception& e) {
-            failed = e.what();
-        }
+    std::thread waiter = noting_failure(failed, [&] {
+        // A queued waiter's attempt (ticket 1, not fair), as the library calls it.
+        answer = test::raw_connection_for(db.url())
+                     ->rows("CALL " + db.prefix +
+                            "grant('lean/gone', 'waiter', 'conditional_update', 30000, 'test', NULL, 1, "
+                            "-9223372036854775808)");
     });
     std::this_thread::sleep_for(300ms);  // refused (held), now clearing the flag
     held->release();                     // the one-statement release: the flag is still set

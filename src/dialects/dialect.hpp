@@ -301,7 +301,6 @@ public:
     virtual void migrate() = 0;
 };
 
-// A connection that waits for wake-up notifications (PostgreSQL LISTEN).
 // What a notifier's wait heard.
 enum class heard {
     nothing,  // no notification before the timeout
@@ -311,6 +310,7 @@ enum class heard {
     hint,
 };
 
+// A connection that waits for wake-up notifications (PostgreSQL LISTEN).
 class notifier {
 public:
     virtual ~notifier() = default;

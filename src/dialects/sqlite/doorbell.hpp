@@ -25,8 +25,8 @@ public:
     sqlite_doorbell(const sqlite_doorbell&) = delete;
     sqlite_doorbell& operator=(const sqlite_doorbell&) = delete;
 
-    // Waits up to timeout for a ring; true when at least one arrived (all
-    // pending ones are consumed).
+    // Waits up to timeout for a ring; a ring when at least one arrived (all
+    // pending ones are consumed), never a hint.
     heard wait(std::chrono::milliseconds timeout) override;
 
 private:
