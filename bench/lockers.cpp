@@ -113,7 +113,7 @@ namespace {
 class sqlock_locker final : public locker {
 public:
     sqlock_locker(const contender& c, const target& t, const locker_settings& s)
-        : client_(open_client(c, t)),
+        : client_(std::make_shared<sqlock::client>(open_client(c, t))),
           options_{.mode = c.mode == "unique_insert"        ? sqlock::mode::unique_insert
                            : c.mode == "conditional_update" ? sqlock::mode::conditional_update
                                                             : sqlock::mode::select_for_update,
@@ -149,16 +149,23 @@ public:
     // The watchdog renews; the renewal workload measures it on its own.
     bool renew(const std::string& key) override { return held_.contains(key); }
     bool needs_renewal() const override { return false; }
-    std::uint64_t statements() const override { return client_.stats().statements; }
+    std::uint64_t statements() const override { return counts_ ? client_->stats().statements : 0; }
+
+    std::unique_ptr<locker> share() override {
+        return std::unique_ptr<locker>(new sqlock_locker(client_, options_, primitive_));
+    }
     std::int64_t token() const override { return token_; }
 
 private:
+    sqlock_locker(std::shared_ptr<sqlock::client> c, const sqlock::lock_options& o, std::string primitive)
+        : client_(std::move(c)), counts_(false), options_(o), primitive_(std::move(primitive)) {}
+
     // The contender's primitive on key: one try (no wait), else acquire with that timeout.
     bool take(const std::string& key, std::optional<std::chrono::milliseconds> wait) {
         if (primitive_ == "set3") {
             const std::vector<std::string> keys{key + "#1", key + "#2", key + "#3"};
-            auto set = wait ? std::optional(client_.acquire_all(keys, *wait, options_))
-                            : client_.try_acquire_all(keys, options_);
+            auto set = wait ? std::optional(client_->acquire_all(keys, *wait, options_))
+                            : client_->try_acquire_all(keys, options_);
             if (!set) return false;
             token_ = set->tokens().front();
             sets_.insert_or_assign(key, std::move(*set));
@@ -166,12 +173,13 @@ private:
         }
         std::optional<sqlock::lease> l;
         if (primitive_ == "shared")
-            l = wait ? std::optional(client_.acquire_shared(key, *wait, options_)) : client_.try_acquire_shared(key, options_);
+            l = wait ? std::optional(client_->acquire_shared(key, *wait, options_))
+                     : client_->try_acquire_shared(key, options_);
         else if (primitive_ == "permit")
-            l = wait ? std::optional(client_.acquire_permit(key, 1, *wait, options_))
-                     : client_.try_acquire_permit(key, 1, options_);
+            l = wait ? std::optional(client_->acquire_permit(key, 1, *wait, options_))
+                     : client_->try_acquire_permit(key, 1, options_);
         else
-            l = wait ? std::optional(client_.acquire(key, *wait, options_)) : client_.try_acquire(key, options_);
+            l = wait ? std::optional(client_->acquire(key, *wait, options_)) : client_->try_acquire(key, options_);
         if (!l) return false;
         token_ = l->token();
         held_.insert_or_assign(key, std::move(*l));
@@ -189,7 +197,8 @@ private:
         return sqlock::client::open(url, o);
     }
 
-    sqlock::client client_;
+    std::shared_ptr<sqlock::client> client_;  // shared by the handles share() made
+    bool counts_ = true;                       // statements(): the first handle reports the client's
     sqlock::lock_options options_;
     std::string primitive_;
     std::map<std::string, sqlock::lease, std::less<>> held_;

@@ -1,7 +1,8 @@
 #pragma once
 // The contenders: every way of taking a named lock the bench compares, each
 // behind one small interface, `locker`. A locker is one worker's handle with
-// connections of its own; workers never share one.
+// connections of its own; workers never share one (but sqlock's handles may
+// share a client: locker::share).
 //
 //   sqlock      the library, one client per locker, in one mode (and
 //               optionally with durability::relaxed); its other primitives
@@ -92,6 +93,11 @@ public:
     virtual bool needs_renewal() const { return true; }
     // Statements (Redis: commands) sent so far.
     virtual std::uint64_t statements() const = 0;
+    // Another worker's handle on this one's connections, for contenders an
+    // application shares between its threads (sqlock: one client per
+    // process); null for the others, whose workers each open their own.
+    // Statements are counted by the first handle only.
+    virtual std::unique_ptr<locker> share() { return nullptr; }
     // The fencing token of the last grant, or 0 for contenders without one.
     virtual std::int64_t token() const { return 0; }
 };

@@ -30,12 +30,13 @@ namespace {
 struct options {
     target t;
     int postgres_pid = 0, mysql_pid = 0, redis_pid = 0, redis_aof_pid = 0;
-    std::set<std::string> workloads{"uncontended", "hotkey", "handoff", "fairness", "renewal", "recovery",
-                                    "primitives"};
+    std::set<std::string> workloads{"uncontended", "hotkey", "waiters", "handoff", "fairness", "renewal",
+                                    "recovery",    "primitives"};
     std::vector<std::string> only;  // contender id substrings; empty: all
     int reps = 3;
     double seconds = 1.0, hot_seconds = 0.5, warmup = 0.25;
     std::vector<int> workers{1, 2, 4, 8, 32}, hot_workers{2, 4, 16}, holds{0, 1, 10}, primitive_workers{1, 4};
+    int waiter_threads = 16;
     int handoff_processes = 4, fairness_processes = 16, hold_ms = 1;
     double handoff_seconds = 5, fairness_seconds = 60;
     std::vector<int> renewal_leases{100, 1000, 10000};
@@ -54,7 +55,8 @@ struct options {
            "                    [--redis-aof HOST:PORT] [--out DIR] [--img-dir DIR] [--img-link PATH] [options]\n"
            "Runs every workload for every contender on the databases given and writes\n"
            "DIR/report.md, DIR/data/*.tsv and DIR/charts.gp (run it with gnuplot for the SVGs).\n"
-           "  --workload W          uncontended,hotkey,handoff,fairness,renewal,recovery,primitives (default all)\n"
+           "  --workload W          uncontended,hotkey,waiters,handoff,fairness,renewal,recovery,primitives\n"
+           "                        (default all)\n"
            "  --only S,S            only contenders whose id contains one of these (e.g. postgres.sqlock)\n"
            "  --reps R              repetitions (default 3)\n"
            "  --seconds S           window of one uncontended measurement (default 1)\n"
@@ -65,6 +67,7 @@ struct options {
            "  --primitive-workers L worker threads of the primitives workload: exclusive, shared, permit and\n"
            "                        3-key acquire + release on distinct keys (default 1,4)\n"
            "  --holds L             hot-key hold times, ms (default 0,1,10)\n"
+           "  --waiter-threads N    threads of one process waiting for one key with lock() (default 16)\n"
            "  --handoff-processes N --handoff-seconds S   (default 4, 5)\n"
            "  --fairness-processes N --fairness-seconds S (default 16, 60)\n"
            "  --hold-ms H           hold of the handoff and fairness processes (default 1)\n"
@@ -122,8 +125,8 @@ options parse_args(int argc, char** argv) {
             else if (arg == "--workload") {
                 o.workloads.clear();
                 for (const auto& w : split_list(v)) {
-                    if (w != "uncontended" && w != "hotkey" && w != "handoff" && w != "fairness" && w != "renewal" &&
-                        w != "recovery" && w != "primitives") {
+                    if (w != "uncontended" && w != "hotkey" && w != "waiters" && w != "handoff" && w != "fairness" &&
+                        w != "renewal" && w != "recovery" && w != "primitives") {
                         std::cerr << "sqlock_bench: unknown workload '" << w << "'\n";
                         usage(2);
                     }
@@ -138,6 +141,7 @@ options parse_args(int argc, char** argv) {
             else if (arg == "--hot-workers") o.hot_workers = int_list(v);
             else if (arg == "--primitive-workers") o.primitive_workers = int_list(v);
             else if (arg == "--holds") o.holds = int_list(v);
+            else if (arg == "--waiter-threads") o.waiter_threads = std::stoi(v);
             else if (arg == "--handoff-processes") o.handoff_processes = std::stoi(v);
             else if (arg == "--handoff-seconds") o.handoff_seconds = std::stod(v);
             else if (arg == "--fairness-processes") o.fairness_processes = std::stoi(v);
@@ -164,11 +168,11 @@ options parse_args(int argc, char** argv) {
             usage(2);
         }
     }
-    if (o.reps < 1 || o.seconds <= 0 || o.hot_seconds <= 0 || o.warmup < 0 || o.handoff_processes < 2 ||
+    if (o.reps < 1 || o.seconds <= 0 || o.hot_seconds <= 0 || o.warmup < 0 || o.waiter_threads < 2 || o.handoff_processes < 2 ||
         o.fairness_processes < 2 || o.handoff_seconds <= 0 || o.fairness_seconds <= 0 || o.renewal_rounds < 1 ||
         o.recovery_lease_ms < 100 || o.recovery_kill_after_ms < 0) {
-        std::cerr << "sqlock_bench: lengths must be positive, --reps and --renewal-rounds at least 1, process counts at "
-                     "least 2, --recovery-lease-ms at least 100\n";
+        std::cerr << "sqlock_bench: lengths must be positive, --reps and --renewal-rounds at least 1, process and "
+                     "waiter thread counts at least 2, --recovery-lease-ms at least 100\n";
         usage(2);
     }
     if (o.child.empty() && o.t.postgres.empty() && o.t.mysql.empty() && o.t.sqlite.empty() && o.t.redis.empty()) {
@@ -267,19 +271,23 @@ Cell& cell_for(std::vector<Cell>& cells, Pred same, const Cell& fresh) {
     return cells.back();
 }
 
-void thread_workload(const options& o, const std::vector<contender>& cs, bool hot, std::vector<thread_cell>& cells) {
-    const auto& workers = hot ? o.hot_workers : o.workers;
-    const std::vector<int> holds = hot ? o.holds : std::vector<int>{-1};
-    const double seconds = hot ? o.hot_seconds : o.seconds;
+enum class threads_on { own_keys, hot_key, waiting };
+
+void thread_workload(const options& o, const std::vector<contender>& cs, threads_on how, std::vector<thread_cell>& cells) {
+    const bool hot = how != threads_on::own_keys;
+    const bool wait = how == threads_on::waiting;
+    const std::vector<int> workers = wait ? std::vector<int>{o.waiter_threads} : hot ? o.hot_workers : o.workers;
+    const std::vector<int> holds = wait ? std::vector<int>{0} : hot ? o.holds : std::vector<int>{-1};
+    const double seconds = hot && !wait ? o.hot_seconds : o.seconds;
     for (int rep = 0; rep < o.reps; ++rep)
         for (int h : holds)
             for (int w : workers)
                 for (std::size_t k = 0; k < cs.size(); ++k) {
                     // Alternate the direction, so drift on the machine falls on all alike.
                     const contender& c = cs[rep % 2 == 0 ? k : cs.size() - 1 - k];
-                    const std::string key = std::string(hot ? "hot/" : "u/") + c.id + "/" + std::to_string(w) + "/" +
-                                            std::to_string(h) + "/" + std::to_string(rep);
-                    thread_sample s = run_threads(c, o.t, w, h, o.warmup, seconds, key);
+                    const std::string key = std::string(wait ? "wait/" : hot ? "hot/" : "u/") + c.id + "/" +
+                                            std::to_string(w) + "/" + std::to_string(h) + "/" + std::to_string(rep);
+                    thread_sample s = run_threads(c, o.t, w, h, o.warmup, seconds, key, wait);
                     auto& cell = cell_for(
                         cells, [&](const thread_cell& x) { return x.c.id == c.id && x.workers == w && x.hold_ms == h; },
                         thread_cell{c, w, h, {}, {}, 0, 0, 0});
@@ -288,9 +296,9 @@ void thread_workload(const options& o, const std::vector<contender>& cs, bool ho
                     cell.successes += s.successes;
                     cell.attempts += s.attempts;
                     cell.statements += s.statements;
-                    progress(std::string(hot ? "hot key" : "uncontended") + " rep " + std::to_string(rep + 1) + "/" +
+                    progress(std::string(wait ? "waiters" : hot ? "hot key" : "uncontended") + " rep " + std::to_string(rep + 1) + "/" +
                              std::to_string(o.reps) + "  " + c.id + ", " + std::to_string(w) + " workers" +
-                             (hot ? ", hold " + std::to_string(h) + " ms" : "") + ": " +
+                             (hot && !wait ? ", hold " + std::to_string(h) + " ms" : "") + ": " +
                              number_text(cell.rates.back()) + "/s" +
                              (hot && s.successes ? ", " + format("%.1f", static_cast<double>(s.attempts) /
                                                                            static_cast<double>(s.successes)) +
@@ -409,6 +417,11 @@ int run(options o) {
                      " s warm-up, then " + format("%g", o.seconds) + " s (uncontended, " + list(o.workers) +
                      " workers) or " + format("%g", o.hot_seconds) + " s (hot key, " + list(o.hot_workers) +
                      " workers × holds of " + list(o.holds) + " ms), every worker a thread with connections of its own";
+    r.settings.waiters = std::to_string(o.waiter_threads) + " threads of one process on one key, each waiting with "
+                         "acquire() (sqlock, conditional_update, the threads sharing one client as an application "
+                         "does) or the server's blocking call (advisory lock, GET_LOCK: a connection per thread), "
+                         "releasing at once and asking again; " + format("%g", o.warmup) + " s warm-up, then " +
+                         format("%g", o.seconds) + " s, " + std::to_string(o.reps) + " repetitions.";
     r.settings.primitives = "The uncontended workload's loop (" + std::to_string(o.reps) + " repetitions, " +
                             format("%g", o.warmup) + " s warm-up, then " + format("%g", o.seconds) + " s; " +
                             list(o.primitive_workers) +
@@ -433,18 +446,25 @@ int run(options o) {
                           "acquire(); native: blocking call; the others: try every ms). " + std::to_string(o.reps) +
                           " repetitions.";
 
-    if (o.workloads.contains("uncontended")) thread_workload(o, cs, false, r.uncontended);
+    if (o.workloads.contains("uncontended")) thread_workload(o, cs, threads_on::own_keys, r.uncontended);
     if (o.workloads.contains("hotkey")) {
         // The ceiling shape is a measurement of one grant, not a lock to wait on.
         std::vector<contender> hot;
         for (const auto& c : cs)
             if (c.kind != family::ceiling) hot.push_back(c);
-        thread_workload(o, hot, true, r.hot);
+        thread_workload(o, hot, threads_on::hot_key, r.hot);
+    }
+    if (o.workloads.contains("waiters")) {
+        // The library on one client, beside the server's own blocking lock.
+        std::vector<contender> waiting;
+        for (const auto& c : cs)
+            if (plain_sqlock(c) || c.kind == family::native) waiting.push_back(c);
+        thread_workload(o, waiting, threads_on::waiting, r.waiters);
     }
     if (o.workloads.contains("primitives")) {
         options po = o;
         po.workers = o.primitive_workers;
-        thread_workload(po, primitive_contenders(o), false, r.primitives);
+        thread_workload(po, primitive_contenders(o), threads_on::own_keys, r.primitives);
     }
 
     std::vector<std::pair<contender, bool>> handoff, fairness;

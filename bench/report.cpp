@@ -228,6 +228,32 @@ void thread_section(std::ostringstream& md, std::ostringstream& gp_all, const st
     }
 }
 
+// One key, threads of one process waiting with lock(): one table, with the
+// contender's single-worker cycle rate (the uncontended workload) beside it.
+void waiters_section(std::ostringstream& md, const results& r) {
+    md << r.settings.waiters << "\n\n"
+       << "| database | contender | threads | acquisitions/s median (min–max) | wait p50 / p99 ms | statements per "
+          "acquisition | 1 worker, lock + unlock/s | ÷ 1 worker | ÷ native |\n"
+       << "|---|---|---:|---:|---:|---:|---:|---:|---:|\n";
+    for (const auto& b : databases)
+        for (const auto* x : rows_for(r.waiters, b)) {
+            const thread_cell* single = nullptr;
+            for (const auto& u : r.uncontended)
+                if (u.workers == 1 && u.c.id == x->c.id) single = &u;
+            const thread_cell* native = native_of(r.waiters, *x, b);
+            md << "| " << backend_title(b) << " | " << x->c.label << " | " << x->workers << " | "
+               << spread_text(spread_of(x->rates)) << " | " << number_text(percentile(x->latency_us, 0.5) / 1e3)
+               << " / " << number_text(percentile(x->latency_us, 0.99) / 1e3) << " | "
+               << (x->successes ? format("%.2f", static_cast<double>(x->statements) / static_cast<double>(x->successes))
+                                : "—")
+               << " | " << (single ? number_text(median(single->rates)) : "—") << " | "
+               << (single ? ratio_text(median(x->rates), median(single->rates)) : "—") << " | "
+               << (native && native != x ? ratio_text(median(x->rates), median(native->rates)) : "—") << " |\n";
+        }
+    md << "\nStatements are the library's (sqlock: the shared client's; native: each connection's); the waiting "
+          "threads of a native lock block in the server and send nothing more.\n\n";
+}
+
 // A bar chart of one or two columns per label.
 void bar_chart(std::ostringstream& gp_all, const std::filesystem::path& dir, const std::string& img_dir,
                const std::string& name, const std::string& title, const std::string& ylabel, bool log,
@@ -436,6 +462,10 @@ void write_report(const results& r, const std::string& dir_name, const std::stri
     if (!r.hot.empty()) {
         md << "### One hot key\n\n";
         thread_section(md, gp, r.hot, true, dir, img_dir, img_link);
+    }
+    if (!r.waiters.empty()) {
+        md << "### One key, many waiting threads of one process\n\n";
+        waiters_section(md, r);
     }
     if (!r.primitives.empty()) {
         md << "### Reader-writer locks, semaphores and multi-key locks\n\n" << r.settings.primitives << "\n\n";

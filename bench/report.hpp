@@ -44,7 +44,7 @@ struct recovery_cell {
 
 struct settings_text {
     std::string run;  // lengths, repetitions, worker counts
-    std::string handoff, fairness, renewal, recovery, primitives;
+    std::string handoff, fairness, renewal, recovery, primitives, waiters;
 };
 
 struct results {
@@ -55,6 +55,7 @@ struct results {
     std::map<std::string, std::vector<std::string>> facts;  // backend → lines
     std::map<std::string, double> idle_server_ms;            // backend → server CPU ms/s at rest
     std::vector<thread_cell> uncontended, hot;
+    std::vector<thread_cell> waiters;  // one key, threads of one process waiting with lock()
     std::vector<thread_cell> primitives;  // uncontended: exclusive, shared, permit, 3-key set
     std::vector<contention_cell> handoff, fairness;
     std::vector<renewal_cell> renewal;

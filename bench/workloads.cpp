@@ -25,10 +25,13 @@ namespace bench {
 // ---------------------------------------------------------------------------
 
 thread_sample run_threads(const contender& c, const target& t, int workers, int hold_ms, double warmup_s,
-                          double seconds, const std::string& key) {
+                          double seconds, const std::string& key, bool wait) {
     constexpr int keys_per_worker = 20;
     std::vector<std::unique_ptr<locker>> lockers;
-    for (int w = 0; w < workers; ++w) lockers.push_back(open_locker(c, t, {}));
+    for (int w = 0; w < workers; ++w) {
+        std::unique_ptr<locker> shared = wait && w > 0 ? lockers.front()->share() : nullptr;
+        lockers.push_back(shared ? std::move(shared) : open_locker(c, t, {}));
+    }
     struct worker_state {
         thread_sample s;
         std::exception_ptr error;
@@ -73,11 +76,11 @@ thread_sample run_threads(const contender& c, const target& t, int workers, int 
             std::int64_t got = 0;
             for (;;) {
                 ++tries;
-                if (l.try_lock(key)) {
+                if (wait ? l.lock(key, to) : l.try_lock(key)) {
                     got = monotonic_ns();
                     break;
                 }
-                if (monotonic_ns() >= to) break;
+                if (wait || monotonic_ns() >= to) break;
             }
             if (got == 0) {
                 if (counting) s.attempts += tries;

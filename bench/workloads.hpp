@@ -5,6 +5,9 @@
 //   uncontended  W worker threads, each on keys of its own: lock + unlock
 //   hot key      W worker threads on one key: try_lock until it succeeds,
 //                hold H ms, unlock, again (no pause between attempts)
+//   waiters      W worker threads of one process on one key, each waiting
+//                with lock() (sqlock: acquire() on one shared client;
+//                native: a blocking call per connection), unlock, again
 //   handoff      P processes on one key, each waiting with the contender's
 //                own lock() (sqlock: acquire(); native: blocking call; the
 //                others poll every ms): release → next grant latency
@@ -32,9 +35,11 @@ struct thread_sample {
     std::vector<double> latency_us;  // per success: first attempt → acquired (uncontended: lock + unlock)
 };
 
-// hold_ms < 0: uncontended (distinct keys per worker); else one hot key.
+// hold_ms < 0: uncontended (distinct keys per worker); else one hot key,
+// tried again at once until it is taken, or (wait) waited for with the
+// contender's lock(), the workers sharing what locker::share() gives.
 thread_sample run_threads(const contender& c, const target& t, int workers, int hold_ms, double warmup_s,
-                          double seconds, const std::string& key);
+                          double seconds, const std::string& key, bool wait = false);
 
 // One process-contention run (handoff, fairness).
 struct grant_record {

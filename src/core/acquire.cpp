@@ -177,15 +177,17 @@ std::shared_ptr<grant> client_impl::wait_for(
     // Without wake-ups a queued waiter polls; its backoff stays short so that
     // handoffs to it stay prompt.
     const std::int64_t max_backoff_ms = wake_ups ? 1000 : 250;
-    std::stop_callback on_cancel(options.cancel, [] { wakeups::notify(); });
     thread_local std::minstd_rand jitter(std::random_device{}());
     std::shared_ptr<ticket_timing> queued;
     std::string queued_key;  // the key `queued` waits for
+    wakeups::spot spot;      // its place among this process's waiters for that key
+    std::stop_callback on_cancel(options.cancel, [&spot] { spot.ring(); });
     // Gives the ticket up: leaves the queue, or (granted) just forgets it,
     // the grant having removed its row.
     auto drop_ticket = [&](bool leave) {
         if (!queued) return;
         telemetry_.waiters.fetch_sub(1);
+        spot.leave(!leave);
         if (leave) queue_->leave(queued);
         else queued.reset();
     };
@@ -222,9 +224,8 @@ std::shared_ptr<grant> client_impl::wait_for(
     std::int64_t backoff_ms = 4;
     try {
         for (;;) {
-            std::uint64_t epoch = wakeups::epoch();
+            const std::uint64_t rings = spot.rings();
             const wait_step step = try_once(queued ? queued->ticket : no_ticket, queued_key, started);
-            if (step.gave_back) epoch = wakeups::epoch();
             const attempt& tried = step.got;
             if (tried.granted) {
                 drop_ticket(false);  // the grant removed its row
@@ -247,6 +248,7 @@ std::shared_ptr<grant> client_impl::wait_for(
                 queued_key = std::string(step.queue_key);
                 queued = queue_->enqueue(queued_key, options, ticket_owner, holder_description(), kind);
                 telemetry_.waiters.fetch_add(1);
+                spot.place(queued_key, kind, options.fair, options.priority, queued->ticket);
                 if (events_) {
                     lock_event e;
                     e.kind = event_kind::queued;
@@ -264,9 +266,13 @@ std::shared_ptr<grant> client_impl::wait_for(
             if (tried.remaining_ms) sleep_ms = std::min(sleep_ms, *tried.remaining_ms + 1);
             sleep_ms = std::max<std::int64_t>(sleep_ms, 1);
             backoff_ms = std::min(backoff_ms * 2, max_backoff_ms);
+            // A waiter behind another of this process's waiters cannot take the
+            // key before that one has: it is rung when it heads the queue, and
+            // meanwhile polls only at the slowest rate.
             const auto wake_at = std::min(now + std::chrono::milliseconds(sleep_ms), deadline);
-            wakeups::wait(epoch, wake_at,
-                          [&] { return options.cancel.stop_requested() || (queued && queued->gone.load()); });
+            const auto behind_until = std::min(now + std::chrono::milliseconds(max_backoff_ms), deadline);
+            spot.wait(rings, wake_at, std::max(wake_at, behind_until),
+                      [&] { return options.cancel.stop_requested() || (queued && queued->gone.load()); });
         }
     } catch (const timeout_error&) {
         drop_ticket(true);
@@ -326,7 +332,6 @@ client_impl::set_attempt client_impl::try_grant_set(const std::vector<std::strin
             if (!tried.granted) {
                 // Never hold part of a set while others wait for it: what
                 // this round took goes back before the caller waits.
-                out.gave_back = !taken.empty();
                 give_back(taken);
                 out.missing = i;
                 out.remaining_ms = tried.remaining_ms;
@@ -369,7 +374,6 @@ client_impl::granted_set client_impl::acquire_set(const std::vector<std::string>
                        if (round.granted.grants.empty()) {
                            step.queue_key = keys[round.missing];
                            step.got.remaining_ms = round.remaining_ms;
-                           step.gave_back = round.gave_back;
                            return step;
                        }
                        granted = std::move(round.granted);

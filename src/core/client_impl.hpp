@@ -166,9 +166,6 @@ private:
     struct wait_step {
         attempt got;
         std::string_view queue_key;
-        // try_once released keys of its own (a set's partial round), which
-        // woke this process's waiters, this one too: wait from after that.
-        bool gave_back = false;
     };
     // The wait shared by acquire() and acquire_set(): try_once(ticket,
     // queued key, started) until it grants, the timeout passes
@@ -181,11 +178,10 @@ private:
         const std::function<wait_step(std::int64_t ticket, std::string_view queued, std::int64_t started)>& try_once);
     // One round of a set: each key with a try-grant (the queued key first,
     // then key order); on a miss the keys taken in this round are given back
-    // (gave_back) and `missing` names the busy one.
+    // and `missing` names the busy one.
     struct set_attempt {
         granted_set granted;
         std::size_t missing = 0;
-        bool gave_back = false;
         std::optional<std::int64_t> remaining_ms;
     };
     set_attempt try_grant_set(const std::vector<std::string>& keys, const lock_options& options,

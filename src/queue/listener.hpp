@@ -4,7 +4,8 @@
 // interruptible SLEEP on MariaDB, a datagram socket for SQLite), on a thread
 // of its own. A release rings the channel of the client whose waiter heads
 // the key's queue; the listener then wakes
-// this process's waiters (wakeups::notify). It rebuilds a lost connection
+// the waiter heading each of this process's queues (wakeups::notify_heads),
+// not knowing the key. It rebuilds a lost connection
 // and, after a rebuild, wakes everyone (notifications may have been missed).
 // RAII: started by the constructor, stopped and joined by the destructor.
 
