@@ -12,7 +12,7 @@ out=$(mktemp -d /tmp/sqlock-bench-smoke.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 
 args=(--sqlite "$out/bench.db" --out "$out" --reps 1 --seconds 0.2 --hot-seconds 0.2 --warmup 0.05
-  --workers 1 --hot-workers 2 --holds 1 --handoff-processes 2 --handoff-seconds 0.3
+  --workers 1 --hot-workers 2 --holds 1 --waiter-threads 3 --handoff-processes 2 --handoff-seconds 0.3
   --fairness-processes 2 --fairness-seconds 0.3 --renewal-leases 5 --renewal-rounds 1
   --recovery-lease-ms 400 --recovery-kill-after-ms 150)
 labels=("sqlock insert" "sqlock update" "raw update" "ShedLock SQL" "Spring SQL")
@@ -34,7 +34,7 @@ fi
   exit 1
 }
 fail=0
-for section in "Uncontended: distinct keys" "One hot key" "Handoff latency" "Fairness" "Keeping leases alive" \
+for section in "Uncontended: distinct keys" "One hot key" "One key, many waiting threads of one process" "Handoff latency" "Fairness" "Keeping leases alive" \
   "Recovery after kill -9 of the holder" "Reader-writer locks, semaphores and multi-key locks"; do
   grep -qxF "### $section" "$out/report.md" || { echo "bench.smoke: no section '$section'" >&2; fail=1; }
 done

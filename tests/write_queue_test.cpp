@@ -17,6 +17,15 @@
 using sqlock::detail::write_queue;
 using namespace std::chrono_literals;
 
+namespace {
+
+// test::eventually sleeps between looks, longer than the queue's patience.
+void spin_until_queued(write_queue& q) {
+    while (q.queued() != 1) std::this_thread::yield();
+}
+
+}  // namespace
+
 TEST_SUITE("unit") {
 
 TEST_CASE("the write turn is held by one writer at a time") {
@@ -81,6 +90,38 @@ TEST_CASE("a writer that never stops asking does not keep a queued writer waitin
     stop = true;
     hammer.join();
     other.join();
+}
+
+TEST_CASE("a writer going to sleep hands the free turn to the queued writer at once") {
+    write_queue q;
+    // Served a queued writer just now, so that the queue is within its
+    // patience: a give-back then keeps the turn free for the writer that
+    // gave it back, and the queued writer waits out the patience.
+    q.lock();
+    std::thread served([&] { std::lock_guard turn(q); });
+    spin_until_queued(q);
+    q.unlock();
+    served.join();
+    q.lock();
+    std::atomic<bool> got{false};
+    std::thread next([&] {
+        std::lock_guard turn(q);
+        got = true;
+    });
+    spin_until_queued(q);
+    q.unlock();
+    // Within the patience the turn stays free and `next` stays queued (on a
+    // machine so slow that 3 ms passed since `served`, unlock() handed it over).
+    if (q.queued() == 1) {
+        q.pass_on();
+        CHECK(q.queued() == 0);  // handed over in pass_on, not at the end of the patience
+    } else {
+        MESSAGE("the patience had passed: unlock() handed the turn over itself");
+    }
+    next.join();
+    CHECK(got.load());
+    q.pass_on();  // nobody queued: nothing to do
+    std::lock_guard turn(q);
 }
 
 }  // TEST_SUITE("unit")

@@ -271,6 +271,7 @@ std::shared_ptr<grant> client_impl::wait_for(
             // meanwhile polls only at the slowest rate.
             const auto wake_at = std::min(now + std::chrono::milliseconds(sleep_ms), deadline);
             const auto behind_until = std::min(now + std::chrono::milliseconds(max_backoff_ms), deadline);
+            dialect_->idle();
             spot.wait(rings, wake_at, std::max(wake_at, behind_until),
                       [&] { return options.cancel.stop_requested() || (queued && queued->gone.load()); });
         }

@@ -333,6 +333,10 @@ public:
         return std::string(name()) + " has no row locks (it locks the whole database file)";
     }
     virtual std::unique_ptr<session> connect() = 0;
+    // The calling thread is about to sleep, waiting for a key: a turn it kept
+    // for its next statement (SQLite's in-process write turn) goes to the
+    // next in line now rather than when it times out.
+    virtual void idle() noexcept {}
     // A dedicated connection listening on `channel`; only when
     // capabilities().wake_ups.
     virtual std::unique_ptr<notifier> listen(const std::string& channel) = 0;

@@ -215,6 +215,7 @@ public:
     std::unique_ptr<session> connect() override {
         return std::make_unique<sqlite_session>(path_, ctx_, sql(), writers_);
     }
+    void idle() noexcept override { writers_->pass_on(); }
     std::unique_ptr<notifier> listen(const std::string& channel) override {
         return std::make_unique<sqlite_doorbell>(channel);
     }
