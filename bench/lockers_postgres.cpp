@@ -56,7 +56,7 @@ public:
           lease_ms_(s.lease.count()) {
         library_setup(main_, sql_, c.relaxed);
         for (const char* name :
-             {"grant", "release_delete", "release_clear", "lock_row", "read_token", "release_row_lock", "renew"})
+             {"grant_try", "release_delete", "release_clear", "lock_row", "read_token", "release_row_lock", "renew"})
             main_.conn().prepare(name, sql_.get(name));
         if (mode_ == "select_for_update") {
             second_.emplace(t.postgres, statements_);
@@ -72,7 +72,8 @@ public:
     bool try_lock(const std::string& key) override {
         if (mode_ == "select_for_update") return lock_row(key);
         const std::string& owner = owners_.next();
-        auto r = main_.run("grant", key, owner, mode_, lease_ms_, holder_, note_, no_ticket, not_fair);
+        // The library's try_acquire: no ticket, no remaining lease wanted.
+        auto r = main_.run("grant_try", key, owner, mode_, lease_ms_, holder_, note_, no_ticket, not_fair);
         if (r[0][0].is_null()) return false;
         token_ = r[0][0].as<std::int64_t>();
         held_[key] = owner;
