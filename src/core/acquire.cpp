@@ -243,6 +243,10 @@ std::shared_ptr<grant> client_impl::wait_for(
                 // Take a ticket (again, if our row expired: others may have
                 // passed it; elsewhere, if a set found another key busy) and
                 // try at once: the key may have been freed while we queued.
+                // Not when another waiter of this process is ahead in the
+                // queue: that one is rung by such a release, and this one
+                // could not pass it (a statement saved per acquisition, four
+                // on SQLite, where a queued try is a transaction).
                 drop_ticket(true);
                 const std::string ticket_owner = new_owner_id();
                 queued_key = std::string(step.queue_key);
@@ -258,7 +262,7 @@ std::shared_ptr<grant> client_impl::wait_for(
                     e.ticket = queued->ticket;
                     events_->post(std::move(e));
                 }
-                continue;
+                if (spot.heads()) continue;
             }
             // Exponential backoff with jitter, but never sleep past the moment
             // the holder's lease runs out: that is when the key can next be free.

@@ -90,16 +90,23 @@ std::uint64_t spot::rings() const {
     return rings_;
 }
 
+bool spot::heads_locked() const {
+    if (queue_.empty()) return true;
+    auto& r = registry::get();
+    const auto it = r.queues.find(queue_);
+    return it == r.queues.end() || registry::head(it->second) == this;
+}
+
+bool spot::heads() const {
+    std::lock_guard lock(registry::get().mu);
+    return heads_locked();
+}
+
 void spot::wait(std::uint64_t seen, std::chrono::steady_clock::time_point head_until,
                 std::chrono::steady_clock::time_point other_until, const std::function<bool()>& stop) {
     auto& r = registry::get();
     std::unique_lock lock(r.mu);
-    bool heads = true;
-    if (!queue_.empty()) {
-        const auto it = r.queues.find(queue_);
-        heads = it == r.queues.end() || registry::head(it->second) == this;
-    }
-    cv_.wait_until(lock, heads ? head_until : other_until, [&] { return rings_ != seen || stop(); });
+    cv_.wait_until(lock, heads_locked() ? head_until : other_until, [&] { return rings_ != seen || stop(); });
 }
 
 void spot::ring() {

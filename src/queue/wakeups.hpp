@@ -40,6 +40,8 @@ public:
     void leave(bool granted) noexcept;
 
     std::uint64_t rings() const;
+    // Whether it heads its local queue (true when not placed).
+    bool heads() const;
     // Sleeps until the ring count is no longer `seen`, stop() is true
     // (checked at every wake-up), or head_until passes (other_until when
     // another spot of this process heads the queue).
@@ -49,6 +51,7 @@ public:
 
 private:
     friend struct registry;
+    bool heads_locked() const;  // under the registry's mutex
     std::string queue_;  // empty: not placed
     bool shares_ = false;  // a reader or a permit: rung with the head
     bool fair_ = false;
