@@ -1,5 +1,7 @@
 #include "common.hpp"
 
+#include "dialects/common/sql_library.hpp"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
@@ -18,6 +20,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <ctime>
 #include <fstream>
 #include <random>
@@ -62,23 +65,11 @@ std::string sql_texts::get(std::string_view name) const {
     // The same substitutions the library applies to its embedded SQL: each
     // {{other}} becomes other.sql without its comment lines, and the prefix.
     static constexpr std::string_view from = "sqlock_";
-    const std::string text = read_text(dir_ / (std::string(name) + ".sql"));
-    std::string sql;
-    std::size_t at = 0;
-    for (auto open = text.find("{{"); open != std::string::npos; open = text.find("{{", at)) {
-        const auto close = text.find("}}", open);
-        if (close == std::string::npos) throw std::runtime_error(std::string(name) + ".sql: unterminated {{");
-        sql.append(text, at, open - at);
-        std::istringstream fragment(read_text(dir_ / (text.substr(open + 2, close - open - 2) + ".sql")));
-        std::string code;
-        for (std::string line; std::getline(fragment, line);)
-            if (line.find_first_not_of(" \t") == std::string::npos || line.substr(line.find_first_not_of(" \t"), 2) != "--")
-                code += line + "\n";
-        while (!code.empty() && (code.back() == '\n' || code.back() == ' ')) code.pop_back();
-        sql += code;
-        at = close + 2;
-    }
-    sql.append(text, at);
+    std::deque<std::string> fragments;  // kept alive (and in place) while expand_includes reads them
+    const std::string sql =
+        sqlock::detail::expand_includes(read_text(dir_ / (std::string(name) + ".sql")), [&](std::string_view other) {
+            return std::string_view(fragments.emplace_back(read_text(dir_ / (std::string(other) + ".sql"))));
+        });
     std::string out;
     std::size_t pos = 0;
     for (auto hit = sql.find(from); hit != std::string::npos; hit = sql.find(from, pos)) {

@@ -78,10 +78,7 @@ public:
         std::lock_guard l(mu_);
         busy_ = false;
         if (waiting_.empty() || clock::now() - served_ < patience) return;
-        waiter* head = waiting_.front();
-        take_head();            // busy_ set again: nobody can take the turn on the way
-        head->turn = true;
-        head->cv.notify_one();  // under the mutex: `head` lives on its thread's stack until it sees its turn
+        hand_to_head();
     }
 
     // The last writer will not write again soon (its thread is going to
@@ -96,10 +93,7 @@ public:
     void pass_on() noexcept {
         std::lock_guard l(mu_);
         if (busy_ || waiting_.empty()) return;
-        waiter* head = waiting_.front();
-        take_head();
-        head->turn = true;
-        head->cv.notify_one();
+        hand_to_head();
     }
 
     // Writers queued now (for tests).
@@ -114,6 +108,14 @@ private:
         bool turn = false;      // handed the turn
         bool promoted = false;  // became the head of the queue
     };
+
+    // The free turn goes to the queue's head, which is woken with it.
+    void hand_to_head() {
+        waiter* head = waiting_.front();
+        take_head();            // busy_ set again: nobody can take the turn on the way
+        head->turn = true;
+        head->cv.notify_one();  // under the mutex: `head` lives on its thread's stack until it sees its turn
+    }
 
     // The head of the queue gets the turn; the next one, now the head, is
     // woken to wait for its own turn with a deadline.
