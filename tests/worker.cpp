@@ -60,12 +60,13 @@
 //       the same with permits of semaphore NAME ("P+" / "P-").
 //   hold-permit URL PREFIX NAME PERMITS LEASE_MS
 //       take a permit (waiting up to 30 s), print "token T", sleep until killed.
-//   sfu-wait URL PREFIX KEY
-//       acquire KEY fairly in select_for_update mode (waiting up to 60 s).
+//   ring-wait URL PREFIX KEY MODE
+//       acquire KEY fairly in MODE (waiting up to 60 s).
 //       On SIGUSR1, while it waits, it notes its client's counters and prints
-//       "noted"; once granted it prints "misses M" and "wakeups W", the
-//       attempts that found KEY held and the wake-ups received since the
-//       note (or "granted unnoted"), then releases.
+//       "noted"; once granted (and its ring counted, or 2 s later) it prints
+//       "misses M" and "wakeups W", the attempts that found KEY held and the
+//       wake-ups received since the note (or "granted unnoted"), then
+//       releases.
 //   multi URL PREFIX KEYS ITERATIONS HOLD_US DIR TIMEOUT_MS
 //       ITERATIONS times: acquire_all() a random 2 or 3 of the comma-separated
 //       KEYS, listed in a random order (waiting up to TIMEOUT_MS); for each
@@ -578,7 +579,7 @@ int multi(char** argv) {
 
 // See the usage above. The parent sends SIGUSR1 just before it releases the
 // key: what happens after the note is what that release caused.
-int sfu_wait(char** argv) {
+int ring_wait(char** argv) {
     // Blocked before the client starts its threads, so that only the
     // watcher below takes it.
     sigset_t usr1;
@@ -608,7 +609,14 @@ int sfu_wait(char** argv) {
             t.join();
         }
     } guard{watcher, granted};
-    auto lease = db.acquire(argv[4], 60s, {.mode = sqlock::mode::select_for_update, .fair = true});
+    auto lease = db.acquire(argv[4], 60s, {.mode = parse_mode(argv[5]), .fair = true});
+    // The ring that woke it is counted when the listener next reads its
+    // count, which may come after the grant (on MariaDB a lease's release
+    // rings before its COMMIT): waited for, up to 2 s, before the counters
+    // are read.
+    const auto counted = std::chrono::steady_clock::now() + 2s;
+    while (noted.load() && db.stats().wakeups == before.wakeups && std::chrono::steady_clock::now() < counted)
+        std::this_thread::sleep_for(1ms);
     const auto after = db.stats();
     if (!noted.load()) {
         say("granted unnoted");
@@ -649,7 +657,7 @@ int main(int argc, char** argv) {
         if (cmd == "sem" && argc == 9) return sem(argv);
         if (cmd == "hold-permit" && argc == 7) return hold_permit(argv);
         if (cmd == "multi" && argc == 9) return multi(argv);
-        if (cmd == "sfu-wait" && argc == 5) return sfu_wait(argv);
+        if (cmd == "ring-wait" && argc == 6) return ring_wait(argv);
         std::cerr << "usage: see tests/worker.cpp\n";
         return 64;
     } catch (const std::exception& e) {
