@@ -628,6 +628,124 @@ TEST_CASE_TEMPLATE("a ring that interrupts the listener's sleep wakes at once, a
     }
 }
 
+TEST_CASE_TEMPLATE("releases that ring one listener together interrupt its sleep once", Db, test::mysql_db) {
+    // A client waiting for several keys that are freed together is rung by
+    // each of their releases. Each used to send its KILL QUERY, and MariaDB
+    // 10.11 stalls when a KILL finds its target woken by an earlier one but
+    // not yet out of its SLEEP: the release took 2 s, and every SLEEP() on
+    // the server with it (8 releases ringing one listener at once, 60 rounds:
+    // 4-6 such releases a run). Since schema version 16 a release interrupts
+    // the listener only if it sleeps at the count that release moved past:
+    // the first of these releases, and none of the others until the listener
+    // has taken its ring. Counted by the server's Com_kill, which every
+    // connection's KILLs move: a round in which another test killed something
+    // too is run again; with a KILL per release no round can show one.
+    Db db;
+    db.migrate();
+    sqlock::detail::dialect_context ctx;
+    ctx.url = ctx.redacted_url = db.url();
+    ctx.options = db.options();
+    auto dialect = sqlock::detail::make_dialect(sqlock::detail::parse_url(ctx.url).scheme, ctx);
+    const std::string channel = db.prefix + "w_" + test::random_hex(16);
+    auto listener = dialect->listen(channel);
+    auto session = dialect->connect();
+    auto other = dialect->connect();
+    auto raw = db.raw();
+    using sqlock::detail::heard;
+    REQUIRE(listener->wait(10ms) == heard::nothing);
+    auto kills = [&] {
+        return raw->scalar("SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'COM_KILL'");
+    };
+    constexpr int keys = 4;
+    bool once = false;
+    for (int round = 0; round < 5 && !once; ++round) {
+        for (int k = 0; k < keys; ++k) {
+            const std::string key = "together/" + std::to_string(round) + "/" + std::to_string(k);
+            REQUIRE(session->grant({.key = key, .owner = "holder", .mode = sqlock::mode::conditional_update,
+                                    .lease_ms = 60'000, .holder = "test", .note = "", .want_remaining = false})
+                        .token);
+            const auto ticket = other->enqueue({.key = key, .kind = 'X', .owner = "waiter", .fair = true,
+                                                .priority = 0, .lease_ms = 60'000, .listener = channel,
+                                                .holder = "test"});
+            // The waiter's try after it queued: it clears the key's lean
+            // flag, so that the release rings (as in a client's acquire()).
+            CHECK_FALSE(other->grant({.key = key, .owner = "waiter", .mode = sqlock::mode::conditional_update,
+                                      .lease_ms = 60'000, .holder = "test", .note = "", .want_remaining = false,
+                                      .ticket = ticket, .priority = 0})
+                            .token);
+        }
+        auto waited = std::async(std::launch::async, [&] { return listener->wait(5s); });
+        REQUIRE(test::eventually([&] {
+            return raw->scalar("SELECT count(*) FROM information_schema.processlist WHERE info LIKE 'SELECT SLEEP(%" +
+                               channel + "%' AND state = 'User sleep'") == 1;
+        }));
+        const auto before = kills();
+        for (int k = 0; k < keys; ++k)
+            REQUIRE(session->release("together/" + std::to_string(round) + "/" + std::to_string(k), "holder",
+                                     sqlock::mode::conditional_update));
+        const auto sent = kills() - before;
+        MESSAGE("round " << round << ": " << sent << " KILLs for " << keys << " rings");
+        CHECK(waited.get() == heard::hint);             // interrupted
+        CHECK(listener->wait(2s) == heard::ring);       // every ring's count, read at once
+        CHECK(listener->wait(10ms) == heard::nothing);  // and nothing left over
+        CHECK(sent >= 1);
+        once = sent == 1;
+    }
+    CHECK(once);
+}
+
+TEST_CASE_TEMPLATE("a listener of a library older than schema version 16 is interrupted at every ring", Db,
+                   test::mysql_db) {
+    // Such a listener holds its channel's name and sleeps, but arms at no
+    // count (nor holds the name of count -1 that tells a release it would):
+    // every ring interrupts it, as before version 16. Played here by a plain
+    // connection doing what that library's listener did.
+    Db db;
+    db.migrate();
+    sqlock::detail::dialect_context ctx;
+    ctx.url = ctx.redacted_url = db.url();
+    ctx.options = db.options();
+    auto dialect = sqlock::detail::make_dialect(sqlock::detail::parse_url(ctx.url).scheme, ctx);
+    auto session = dialect->connect();
+    auto other = dialect->connect();
+    auto old = db.raw();
+    auto raw = db.raw();
+    const std::string channel = db.prefix + "w_" + test::random_hex(16);
+    REQUIRE(old->scalar("SELECT GET_LOCK('" + channel + "', 0)") == 1);
+    old->exec("INSERT INTO " + db.table("rings") + " (channel, rung, touched_at) VALUES ('" + channel +
+              "', 0, UTC_TIMESTAMP(6))");
+    for (int round = 0; round < 2; ++round) {
+        const std::string key = "old-listener/" + std::to_string(round);
+        REQUIRE(session->grant({.key = key, .owner = "holder", .mode = sqlock::mode::conditional_update,
+                                .lease_ms = 60'000, .holder = "test", .note = "", .want_remaining = false})
+                    .token);
+        const auto ticket = other->enqueue({.key = key, .kind = 'X', .owner = "waiter", .fair = true,
+                                            .priority = 0, .lease_ms = 60'000, .listener = channel,
+                                            .holder = "test"});
+        CHECK_FALSE(other->grant({.key = key, .owner = "waiter", .mode = sqlock::mode::conditional_update,
+                                  .lease_ms = 60'000, .holder = "test", .note = "", .want_remaining = false,
+                                  .ticket = ticket, .priority = 0})
+                        .token);
+        // Its sleep, the same count each round: it never re-arms.
+        // Interrupted: SLEEP answers 1, or the statement fails with error
+        // 1317 (interrupted) when the KILL lands before the SLEEP starts.
+        auto slept = std::async(std::launch::async, [&]() -> std::int64_t {
+            try {
+                return old->scalar("SELECT SLEEP(30), '" + channel + "'");
+            } catch (const std::exception& e) {
+                return std::string_view(e.what()).find("interrupted") != std::string_view::npos ? 1 : 0;
+            }
+        });
+        REQUIRE(test::eventually([&] {
+            return raw->scalar("SELECT count(*) FROM information_schema.processlist WHERE info LIKE 'SELECT SLEEP(%" +
+                               channel + "%' AND state = 'User sleep'") == 1;
+        }));
+        REQUIRE(session->release(key, "holder", sqlock::mode::conditional_update));
+        CHECK(slept.get() == 1);
+        other->dequeue(ticket);
+    }
+}
+
 TEST_CASE_TEMPLATE("a waiter in another process is granted at the ring of the release, in every mode", Db,
                    SERVER_BACKENDS) {
     // The attempt a ring starts must find the key free. A lease's release

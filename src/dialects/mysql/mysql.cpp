@@ -187,6 +187,13 @@ heard my_session::doze(const std::string& channel, std::chrono::milliseconds tim
     // between processes (docs/backends.md has what that cost).
     std::int64_t rung = 0;
     try {
+        // Armed at `seen` before the count is read: a release that moves the
+        // count past `seen` interrupts the holder of that name only, and one
+        // that found no holder committed its count before this.
+        if (armed_ != seen) {
+            arm(channel, seen);
+            armed_ = seen;
+        }
         std::unique_ptr<sql::ResultSet> rs(stmt_->executeQuery(text(timeout)));
         if (!rs->next()) return heard::nothing;
         rung = rs->getInt64(3);
@@ -211,11 +218,27 @@ std::int64_t my_session::hold_doorbell(const std::string& channel) {
         // poll, as without a doorbell. The name first: the sweeper keeps the
         // count of a channel whose name is held.
         scalar("doorbell_hold", channel);
+        // The name of count -1, held for the connection's life, tells a
+        // release that this listener arms (an older library's does not).
+        arm(channel, -1);
+        armed_ = no_arm;
         update("doorbell_register", channel);
         return scalar("doorbell_count", channel).value_or(0);
     } catch (const sql::SQLException& e) {
         throw listener_failed(e);
     }
+}
+
+void my_session::arm(const std::string& channel, std::int64_t seen) {
+    // Not counted: the listener's connection runs no operation's statements.
+    auto& ps = prepared("doorbell_arm");
+    bind_all(ps, channel, armed_, channel, seen);
+    {
+        std::unique_ptr<sql::ResultSet> rs(ps.executeQuery());
+        while (rs->next()) {
+        }
+    }
+    drain(ps);
 }
 
 bool my_session::lock_migration() {

@@ -96,7 +96,10 @@ public:
     heard doze(const std::string& channel, std::chrono::milliseconds timeout, std::int64_t& seen);
     // Takes the named lock `channel` for the life of this connection (how a
     // release finds the listener to interrupt) and makes the channel's ring
-    // count; returns the count so far.
+    // count; returns the count so far. Each doze first arms at the count it
+    // sleeps at (migrations/mysql/0016_one_interrupt_per_sleep.sql): a
+    // release interrupts only a listener armed at the count it moved past,
+    // so one sleep is interrupted once, whatever the number of releases.
     std::int64_t hold_doorbell(const std::string& channel);
 
 private:
@@ -212,6 +215,11 @@ private:
     bool in_tx_ = false;
     int pinned_for_s_ = 0;  // idle_transaction_timeout in force
     bool galera_ = false;   // the server is a Galera node (wsrep_on)
+    // The ring count this listener's connection holds the armed name of
+    // (no_arm: none yet).
+    static constexpr std::int64_t no_arm = -2;
+    std::int64_t armed_ = no_arm;
+    void arm(const std::string& channel, std::int64_t seen);
     std::string migrator_;  // this session's owner id of the Galera migration lock
 };
 

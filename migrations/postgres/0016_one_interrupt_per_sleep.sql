@@ -1,0 +1,9 @@
+-- Schema version 16 for PostgreSQL: nothing to change.
+-- Version 16 makes a MariaDB release interrupt a waiting client's listener
+-- only if no other release has since it last slept
+-- (migrations/mysql/0016_one_interrupt_per_sleep.sql). PostgreSQL's wake-ups
+-- are NOTIFYs, which queue. The version is recorded all the same, so that a
+-- schema version means the same step on every backend.
+-- For a custom table prefix, replace every "sqlock_" first.
+
+INSERT INTO sqlock_schema_version (version, name) VALUES (16, 'one_interrupt_per_sleep') ON CONFLICT DO NOTHING;
