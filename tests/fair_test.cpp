@@ -56,6 +56,24 @@ std::int64_t bells_held(const test::backend_base& db, test::raw_connection& raw,
                       " AND p.INFO LIKE CONCAT('SELECT SLEEP(%', w.listener, '%')");
 }
 
+// Holds `key` for "holder" on `holder` (conditional_update, 60 s) and queues a
+// fair waiter on `waiter` whose doorbell is `channel`, with the waiter's try
+// after it queued: it clears MariaDB's lean flag, so that the release rings
+// (as in a client's acquire()). Returns the waiter's ticket.
+std::int64_t held_and_queued(sqlock::detail::session& holder, sqlock::detail::session& waiter, const std::string& key,
+                             const std::string& channel) {
+    REQUIRE(holder.grant({.key = key, .owner = "holder", .mode = sqlock::mode::conditional_update,
+                          .lease_ms = 60'000, .holder = "test", .note = "", .want_remaining = false})
+                .token);
+    const auto ticket = waiter.enqueue({.key = key, .kind = 'X', .owner = "waiter", .fair = true, .priority = 0,
+                                        .lease_ms = 60'000, .listener = channel, .holder = "test"});
+    CHECK_FALSE(waiter.grant({.key = key, .owner = "waiter", .mode = sqlock::mode::conditional_update,
+                              .lease_ms = 60'000, .holder = "test", .note = "", .want_remaining = false,
+                              .ticket = ticket, .priority = 0})
+                    .token);
+    return ticket;
+}
+
 std::vector<std::string> lines_of(const std::filesystem::path& file) {
     std::vector<std::string> out;
     std::ifstream in(file);
@@ -661,18 +679,7 @@ TEST_CASE_TEMPLATE("releases that ring one listener together interrupt its sleep
     for (int round = 0; round < 5 && !once; ++round) {
         for (int k = 0; k < keys; ++k) {
             const std::string key = "together/" + std::to_string(round) + "/" + std::to_string(k);
-            REQUIRE(session->grant({.key = key, .owner = "holder", .mode = sqlock::mode::conditional_update,
-                                    .lease_ms = 60'000, .holder = "test", .note = "", .want_remaining = false})
-                        .token);
-            const auto ticket = other->enqueue({.key = key, .kind = 'X', .owner = "waiter", .fair = true,
-                                                .priority = 0, .lease_ms = 60'000, .listener = channel,
-                                                .holder = "test"});
-            // The waiter's try after it queued: it clears the key's lean
-            // flag, so that the release rings (as in a client's acquire()).
-            CHECK_FALSE(other->grant({.key = key, .owner = "waiter", .mode = sqlock::mode::conditional_update,
-                                      .lease_ms = 60'000, .holder = "test", .note = "", .want_remaining = false,
-                                      .ticket = ticket, .priority = 0})
-                            .token);
+            held_and_queued(*session, *other, key, channel);
         }
         auto waited = std::async(std::launch::async, [&] { return listener->wait(5s); });
         REQUIRE(test::eventually([&] {
@@ -716,16 +723,7 @@ TEST_CASE_TEMPLATE("a listener of a library older than schema version 16 is inte
               "', 0, UTC_TIMESTAMP(6))");
     for (int round = 0; round < 2; ++round) {
         const std::string key = "old-listener/" + std::to_string(round);
-        REQUIRE(session->grant({.key = key, .owner = "holder", .mode = sqlock::mode::conditional_update,
-                                .lease_ms = 60'000, .holder = "test", .note = "", .want_remaining = false})
-                    .token);
-        const auto ticket = other->enqueue({.key = key, .kind = 'X', .owner = "waiter", .fair = true,
-                                            .priority = 0, .lease_ms = 60'000, .listener = channel,
-                                            .holder = "test"});
-        CHECK_FALSE(other->grant({.key = key, .owner = "waiter", .mode = sqlock::mode::conditional_update,
-                                  .lease_ms = 60'000, .holder = "test", .note = "", .want_remaining = false,
-                                  .ticket = ticket, .priority = 0})
-                        .token);
+        const auto ticket = held_and_queued(*session, *other, key, channel);
         // Its sleep, the same count each round: it never re-arms.
         // Interrupted: SLEEP answers 1, or the statement fails with error
         // 1317 (interrupted) when the KILL lands before the SLEEP starts.
