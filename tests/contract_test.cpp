@@ -237,6 +237,39 @@ TEST_CASE_TEMPLATE("a client's second grant of a key nobody waits for writes the
     CHECK(got->token() == 6);
 }
 
+TEST_CASE_TEMPLATE("a lean release ends the lease by its expiry: the key is free, its old owner cannot renew it",
+                   Db, test::mysql_db) {
+    // sql/mysql/release_lean.sql keeps the owner and sets the expiry to a
+    // fixed past instant, so that InnoDB updates the row in place. The
+    // owner left behind must not be mistaken for a holder anywhere.
+    Db db;
+    auto raw = db.raw();
+    auto c = db.open();
+    const std::string key = "lean/in-place";
+    const std::string where = " WHERE lock_key = '" + key + "'";
+    c.try_acquire(key)->release();  // the procedure; the key is now lean
+    auto held = c.try_acquire(key);  // the lean grant
+    REQUIRE(held);
+    const std::string owner = c.inspect(key).owner;
+    REQUIRE(owner.size() == 32);
+    const std::int64_t token = held->token();
+    held->release();  // the lean release
+    CHECK(raw->scalar("SELECT COUNT(*) FROM " + db.table("locks") + where + " AND owner = '" + owner +
+                      "' AND expires_at < UTC_TIMESTAMP(6) - INTERVAL 1 YEAR") == 1);
+    const auto info = c.inspect(key);
+    CHECK_FALSE(info.held);
+    CHECK(info.owner.empty());
+    CHECK(info.expires_in == 0ms);
+    CHECK(c.gauges().held_conditional_update == 0);
+    // The renewal the watchdog falls back to, by the old owner: not revived.
+    CHECK(raw->scalar("CALL " + db.prefix + "renew('" + key + "', '" + owner + "', 60000)") == 0);
+    CHECK_FALSE(c.inspect(key).held);
+    auto other = db.open();
+    auto next = other.try_acquire(key);
+    REQUIRE(next);
+    CHECK(next->token() == token + 1);
+}
+
 TEST_CASE_TEMPLATE("a stale lease cannot release or renew its successor's lock", Db, ALL_BACKENDS) {
     Db db;
     auto a = db.open();

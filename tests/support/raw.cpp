@@ -160,8 +160,15 @@ public:
         conn_->setAutoCommit(true);
     }
     std::int64_t scalar(const std::string& sql) override {
-        std::unique_ptr<sql::ResultSet> rs(stmt_->executeQuery(sql));
-        return rs->next() && !rs->isNull(1) ? rs->getInt64(1) : 0;
+        std::int64_t out = 0;
+        {
+            std::unique_ptr<sql::ResultSet> rs(stmt_->executeQuery(sql));
+            out = rs->next() && !rs->isNull(1) ? rs->getInt64(1) : 0;
+        }
+        // A CALL's status result follows its rows; the connection takes no
+        // other statement until it is read.
+        while (stmt_->getMoreResults()) std::unique_ptr<sql::ResultSet> more(stmt_->getResultSet());
+        return out;
     }
     std::vector<std::vector<std::string>> rows(const std::string& sql) override {
         std::unique_ptr<sql::ResultSet> rs(stmt_->executeQuery(sql));
