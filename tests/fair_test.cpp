@@ -56,6 +56,33 @@ std::int64_t bells_held(const test::backend_base& db, test::raw_connection& raw,
                       " AND p.INFO LIKE CONCAT('SELECT SLEEP(%', w.listener, '%')");
 }
 
+// The backend's dialect on a migrated schema, for tests that drive sessions
+// and listeners directly, deciding when each one waits. The dialect keeps a
+// reference to its context, so the two live and die together, in place.
+class migrated_dialect {
+public:
+    explicit migrated_dialect(const test::backend_base& db) {
+        db.migrate();
+        ctx_.url = ctx_.redacted_url = db.url();
+        ctx_.options = db.options();
+        dialect_ = sqlock::detail::make_dialect(sqlock::detail::parse_url(ctx_.url).scheme, ctx_);
+    }
+    migrated_dialect(const migrated_dialect&) = delete;
+    migrated_dialect& operator=(const migrated_dialect&) = delete;
+    sqlock::detail::dialect* operator->() const { return dialect_.get(); }
+
+private:
+    sqlock::detail::dialect_context ctx_;
+    std::unique_ptr<sqlock::detail::dialect> dialect_;
+};
+
+// MariaDB: whether the listener of `channel` is asleep in its SLEEP in the
+// server (it shows in the process list), where a KILL QUERY interrupts it.
+bool asleep(test::raw_connection& raw, const std::string& channel) {
+    return raw.scalar("SELECT count(*) FROM information_schema.processlist WHERE info LIKE 'SELECT SLEEP(%" + channel +
+                      "%' AND state = 'User sleep'") == 1;
+}
+
 // Holds `key` for "holder" on `holder` (conditional_update, 60 s) and queues a
 // fair waiter on `waiter` whose doorbell is `channel`, with the waiter's try
 // after it queued: it clears MariaDB's lean flag, so that the release rings
@@ -517,11 +544,7 @@ TEST_CASE_TEMPLATE("a ring that comes while the listener is not waiting is kept 
     // holder's. The listener is the dialect's own, so the test decides when
     // it waits.
     Db db;
-    db.migrate();
-    sqlock::detail::dialect_context ctx;
-    ctx.url = ctx.redacted_url = db.url();
-    ctx.options = db.options();
-    auto dialect = sqlock::detail::make_dialect(sqlock::detail::parse_url(ctx.url).scheme, ctx);
+    const migrated_dialect dialect(db);
     REQUIRE(dialect->capabilities().wake_ups);
     const std::string channel = db.prefix + "w_" + test::random_hex(16);
     auto listener = dialect->listen(channel);
@@ -594,11 +617,7 @@ TEST_CASE_TEMPLATE("a ring that interrupts the listener's sleep wakes at once, a
     // already seen) is a hint too, and the next wait then finds nothing new
     // and sleeps its whole timeout: no ring is made up.
     Db db;
-    db.migrate();
-    sqlock::detail::dialect_context ctx;
-    ctx.url = ctx.redacted_url = db.url();
-    ctx.options = db.options();
-    auto dialect = sqlock::detail::make_dialect(sqlock::detail::parse_url(ctx.url).scheme, ctx);
+    const migrated_dialect dialect(db);
     const std::string channel = db.prefix + "w_" + test::random_hex(16);
     auto listener = dialect->listen(channel);
     auto session = dialect->connect();
@@ -610,8 +629,7 @@ TEST_CASE_TEMPLATE("a ring that interrupts the listener's sleep wakes at once, a
     auto wait_during = [&](const std::function<void()>& act) {
         auto waited = std::async(std::launch::async, [&] { return listener->wait(5s); });
         REQUIRE(test::eventually([&] {
-            return raw->scalar("SELECT count(*) FROM information_schema.processlist WHERE info LIKE 'SELECT SLEEP(%" +
-                               channel + "%' AND state = 'User sleep'") == 1;
+            return asleep(*raw, channel);
         }));
         const auto at = std::chrono::steady_clock::now();
         act();
@@ -620,17 +638,8 @@ TEST_CASE_TEMPLATE("a ring that interrupts the listener's sleep wakes at once, a
         return h;
     };
     SUBCASE("a release's ring") {
-        REQUIRE(session->grant({.key = "hint/lease", .owner = "holder", .mode = sqlock::mode::conditional_update,
-                                .lease_ms = 60'000, .holder = "test", .note = "", .want_remaining = false})
-                    .token);
         auto other = dialect->connect();
-        const auto ticket = other->enqueue({.key = "hint/lease", .kind = 'X', .owner = "waiter", .fair = true,
-                                            .priority = 0, .lease_ms = 60'000, .listener = channel,
-                                            .holder = "test"});
-        CHECK_FALSE(other->grant({.key = "hint/lease", .owner = "waiter", .mode = sqlock::mode::conditional_update,
-                                  .lease_ms = 60'000, .holder = "test", .note = "", .want_remaining = false,
-                                  .ticket = ticket, .priority = 0})
-                        .token);
+        held_and_queued(*session, *other, "hint/lease", channel);
         CHECK(wait_during([&] { REQUIRE(session->release("hint/lease", "holder", sqlock::mode::conditional_update)); }) ==
               heard::hint);
         CHECK(listener->wait(2s) == heard::ring);       // the count, read at once
@@ -659,11 +668,7 @@ TEST_CASE_TEMPLATE("releases that ring one listener together interrupt its sleep
     // connection's KILLs move: a round in which another test killed something
     // too is run again; with a KILL per release no round can show one.
     Db db;
-    db.migrate();
-    sqlock::detail::dialect_context ctx;
-    ctx.url = ctx.redacted_url = db.url();
-    ctx.options = db.options();
-    auto dialect = sqlock::detail::make_dialect(sqlock::detail::parse_url(ctx.url).scheme, ctx);
+    const migrated_dialect dialect(db);
     const std::string channel = db.prefix + "w_" + test::random_hex(16);
     auto listener = dialect->listen(channel);
     auto session = dialect->connect();
@@ -683,8 +688,7 @@ TEST_CASE_TEMPLATE("releases that ring one listener together interrupt its sleep
         }
         auto waited = std::async(std::launch::async, [&] { return listener->wait(5s); });
         REQUIRE(test::eventually([&] {
-            return raw->scalar("SELECT count(*) FROM information_schema.processlist WHERE info LIKE 'SELECT SLEEP(%" +
-                               channel + "%' AND state = 'User sleep'") == 1;
+            return asleep(*raw, channel);
         }));
         const auto before = kills();
         for (int k = 0; k < keys; ++k)
@@ -708,11 +712,7 @@ TEST_CASE_TEMPLATE("a listener of a library older than schema version 16 is inte
     // every ring interrupts it, as before version 16. Played here by a plain
     // connection doing what that library's listener did.
     Db db;
-    db.migrate();
-    sqlock::detail::dialect_context ctx;
-    ctx.url = ctx.redacted_url = db.url();
-    ctx.options = db.options();
-    auto dialect = sqlock::detail::make_dialect(sqlock::detail::parse_url(ctx.url).scheme, ctx);
+    const migrated_dialect dialect(db);
     auto session = dialect->connect();
     auto other = dialect->connect();
     auto old = db.raw();
@@ -735,8 +735,7 @@ TEST_CASE_TEMPLATE("a listener of a library older than schema version 16 is inte
             }
         });
         REQUIRE(test::eventually([&] {
-            return raw->scalar("SELECT count(*) FROM information_schema.processlist WHERE info LIKE 'SELECT SLEEP(%" +
-                               channel + "%' AND state = 'User sleep'") == 1;
+            return asleep(*raw, channel);
         }));
         REQUIRE(session->release(key, "holder", sqlock::mode::conditional_update));
         CHECK(slept.get() == 1);
