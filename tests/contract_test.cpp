@@ -9,6 +9,7 @@
 
 #include <unistd.h>
 
+#include <filesystem>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -617,6 +618,45 @@ TEST_CASE_TEMPLATE("an unreachable database gives connection_error without the p
 TEST_CASE_TEMPLATE("an unopenable SQLite file gives connection_error", Db, test::sqlite_db) {
     CHECK_THROWS_AS(sqlock::client::open("sqlite:/nonexistent-dir-" + test::random_hex(6) + "/locks.db"),
                     sqlock::connection_error);
+}
+
+TEST_CASE_TEMPLATE("a client of a relative SQLite path keeps to its file after the process changes directory", Db,
+                   test::sqlite_db) {
+    // The pool opens connections when it needs them (the watchdog's first,
+    // a second thread's). The path was handed to SQLite as written, so after
+    // a chdir() (a daemon's to "/") those opened, and created, a file of
+    // that name in the new directory: the renewals failed there ("tables
+    // are missing") and the lease was reported lost; with a migrated file of
+    // the same name there, one client would have been split between two
+    // databases.
+    Db db;
+    namespace fs = std::filesystem;
+    const fs::path first = db.dir / "first", second = db.dir / "second";
+    fs::create_directories(first);
+    fs::create_directories(second);
+    const fs::path here = fs::current_path();
+    struct back_to {
+        fs::path dir;
+        ~back_to() {
+            std::error_code ec;
+            fs::current_path(dir, ec);
+        }
+    } restore{here};
+    fs::current_path(first);
+    auto c = sqlock::client::open("sqlite:locks.db", db.options());
+    c.migrate();
+    auto held = c.try_acquire("relative", {.lease = 1s});
+    REQUIRE(held);
+    fs::current_path(second);
+    const auto renewed = c.stats().renewals;
+    CHECK(test::eventually([&] { return c.stats().renewals >= renewed + 3; }));  // the watchdog, every ~1/3 s
+    std::thread other([&] { CHECK(c.try_acquire("relative/other")); });  // a second connection, now
+    other.join();
+    CHECK(c.stats().leases_lost == 0);
+    CHECK(held->renew());
+    CHECK_FALSE(fs::exists(second / "locks.db"));
+    CHECK(fs::exists(first / "locks.db"));
+    held->release();
 }
 
 TEST_CASE_TEMPLATE("password and unix-socket URL forms connect", Db, SERVER_BACKENDS) {

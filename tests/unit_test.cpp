@@ -1,5 +1,5 @@
 // Unit tests that need no database: URL parsing, redaction, input checks,
-// SQL splitting and prefixing.
+// SQL splitting and prefixing, local wake-up queues.
 
 #include "dialects/common/common.hpp"
 #include "dialects/mysql/mysql_url.hpp"
@@ -9,6 +9,8 @@
 #include "core/grant.hpp"
 #include "core/url.hpp"
 #include "core/validate.hpp"
+#include "dialects/dialect.hpp"
+#include "queue/wakeups.hpp"
 
 #include <sqlock/sqlock.hpp>
 
@@ -18,6 +20,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <limits>
 #include <string>
 #include <utility>
@@ -379,6 +382,82 @@ TEST_CASE("a forked child draws owner ids and a holder description of its own") 
     CHECK(std::find(mine.begin(), mine.end(), before) == mine.end());
     CHECK(child_holder != parent_holder);
     CHECK(child_holder.find(":" + std::to_string(pid) + ":") != std::string::npos);
+}
+
+TEST_CASE("waiters for one key in two databases are in two local queues, rung by their own releases") {
+    // A process's blocking acquires queue locally per key so that a release
+    // wakes only the waiter its database will let in. Keyed by the key alone,
+    // the queue mixed clients of different databases (or table prefixes):
+    // their tickets come from different waiter tables, and a release in one
+    // rang the head of the mixed queue, a waiter of the other database, while
+    // its own waiter, not the head, slept until its slowest poll (1 s) with
+    // the key free.
+    namespace wakeups = sqlock::detail::wakeups;
+    const std::string a = "sqlite\nsqlock_\n/data/a.db", b = "sqlite\nsqlock_\n/data/b.db";
+    const std::string a_longer = a + "2";  // starts with a's string: still other tables
+    wakeups::spot other, mine, behind, longer;
+    other.place(b, "k", 'X', false, 0, 1);  // first to queue, and ticket 1 of its own table
+    mine.place(a, "k", 'X', false, 0, 1);
+    behind.place(a, "k", 'X', false, 0, 2);
+    longer.place(a_longer, "k", 'X', false, 0, 1);
+    CHECK(mine.heads());
+    CHECK(other.heads());
+    CHECK(longer.heads());
+    CHECK_FALSE(behind.heads());
+    const auto other_rings = other.rings(), mine_rings = mine.rings(), behind_rings = behind.rings(),
+               longer_rings = longer.rings();
+    wakeups::notify(a, "k");  // a release of k in a
+    CHECK(mine.rings() == mine_rings + 1);
+    CHECK(behind.rings() == behind_rings);
+    CHECK(other.rings() == other_rings);
+    CHECK(longer.rings() == longer_rings);
+    wakeups::notify_heads(a);  // a's database rang this process
+    CHECK(mine.rings() == mine_rings + 2);
+    CHECK(other.rings() == other_rings);
+    CHECK(longer.rings() == longer_rings);
+    wakeups::notify_all(b);  // b's listener reconnected
+    CHECK(other.rings() == other_rings + 1);
+    CHECK(mine.rings() == mine_rings + 2);
+    CHECK(behind.rings() == behind_rings);
+    CHECK(longer.rings() == longer_rings);
+    mine.leave(false);  // a timeout: the next of a's waiters heads a's queue and is rung
+    CHECK(behind.heads());
+    CHECK(behind.rings() == behind_rings + 1);
+    CHECK(other.rings() == other_rings + 1);
+}
+
+TEST_CASE("a dialect names its tables by backend, prefix and place, never by a password") {
+    using sqlock::detail::dialect_context;
+    namespace fs = std::filesystem;
+    // The dialect keeps a reference to its context: each lives beside its own.
+    auto tables_of = [](const std::string& url, const std::string& prefix) {
+        dialect_context ctx;
+        ctx.url = url;
+        ctx.redacted_url = redact_url(url);
+        ctx.options.table_prefix = prefix;
+        return sqlock::detail::make_dialect(parse_url(url).scheme, ctx)->tables();
+    };
+    const fs::path dir = fs::temp_directory_path() / ("sqlock-tables-" + std::to_string(::getpid()));
+    fs::create_directories(dir / "sub");
+    const std::string file = (dir / "locks.db").string();
+    CHECK(tables_of("sqlite:" + file, "sqlock_") ==
+          tables_of("sqlite:" + (dir / "sub" / ".." / "locks.db").string(), "sqlock_"));
+    CHECK(tables_of("sqlite:" + file, "sqlock_") != tables_of("sqlite:" + file, "other_"));
+    CHECK(tables_of("sqlite:" + file, "sqlock_") != tables_of("sqlite:" + (dir / "sub" / "locks.db").string(), "sqlock_"));
+    const auto here = fs::current_path();
+    fs::current_path(dir);
+    const std::string relative = tables_of("sqlite:locks.db", "sqlock_");
+    fs::current_path(here);
+    CHECK(relative == tables_of("sqlite:" + file, "sqlock_"));
+    CHECK(relative.find(fs::weakly_canonical(file).string()) != std::string::npos);
+    const std::string pg = tables_of("postgresql://app:s3cret@db.example:5432/app", "sqlock_");
+    const std::string my = tables_of("mysql://app:s3cret@db.example:3306/app", "sqlock_");
+    CHECK(pg != my);
+    CHECK(pg.find("s3cret") == std::string::npos);
+    CHECK(my.find("s3cret") == std::string::npos);
+    CHECK(pg.find("db.example") != std::string::npos);
+    CHECK(pg != tables_of("postgresql://app:s3cret@db.example:5432/other", "sqlock_"));
+    fs::remove_all(dir);
 }
 
 }  // TEST_SUITE

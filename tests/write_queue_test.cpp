@@ -3,13 +3,19 @@
 // to wait, and no writer left waiting behind one that never stops asking.
 
 #include "dialects/sqlite/write_queue.hpp"
+#include "queue/wakeups.hpp"
 
 #include "support/helpers.hpp"
 
 #include <doctest/doctest.h>
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -18,6 +24,22 @@ using sqlock::detail::write_queue;
 using namespace std::chrono_literals;
 
 namespace {
+
+// Runs child() in a child of fork() and returns its exit code; a child still
+// running after 60 s (hung: not a measure of speed) is killed, and gives -1.
+int in_child(const std::function<int()>& child) {
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) ::_exit(child());
+    int status = 0;
+    for (int i = 0; i < 6000; ++i) {
+        if (::waitpid(pid, &status, WNOHANG) == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        std::this_thread::sleep_for(10ms);
+    }
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+    return -1;
+}
 
 // test::eventually sleeps between looks, longer than the queue's patience.
 void spin_until_queued(write_queue& q) {
@@ -122,6 +144,49 @@ TEST_CASE("a writer going to sleep hands the free turn to the queued writer at o
     CHECK(got.load());
     q.pass_on();  // nobody queued: nothing to do
     std::lock_guard turn(q);
+}
+
+TEST_CASE("a child of fork() has write turns of its own, free of its parent's") {
+    // The process's write queue per SQLite file was inherited as it was at
+    // the fork: a turn held by a parent thread, which the child does not
+    // have, was never given back there, and a client the child opened on
+    // the file waited for it for ever. (Only sqlock's own state: a child of
+    // a process whose threads use SQLite must still exec before it uses
+    // SQLite itself, whose global mutexes a parent thread may hold; README,
+    // "Limitations".)
+    const std::string file = "/sqlock-test/fork-" + std::to_string(::getpid()) + ".db";
+    auto parent = sqlock::detail::write_queue_of(file);
+    CHECK(sqlock::detail::write_queue_of(file) == parent);  // one queue per file in a process
+    parent->lock();  // held across the fork, as by a thread in a statement
+    const int code = in_child([&] {
+        auto own = sqlock::detail::write_queue_of(file);
+        if (own == parent) return 1;
+        own->lock();  // hung here before
+        own->unlock();
+        return 0;
+    });
+    parent->unlock();
+    CHECK(code == 0);
+}
+
+TEST_CASE("a child of fork() does not queue behind its parent's waiting threads") {
+    // Inherited, the local wake-up queues held the parent's waiters, whose
+    // threads the child does not have: a waiter of the child behind them was
+    // never the head, so no release rang it, and it slept to its slowest
+    // poll every time.
+    namespace wakeups = sqlock::detail::wakeups;
+    const std::string tables = "sqlite\nsqlock_\n/sqlock-test/fork.db";
+    wakeups::spot parents;
+    parents.place(tables, "k", 'X', false, 0, 1);
+    const int code = in_child([&] {
+        wakeups::spot mine;
+        mine.place(tables, "k", 'X', false, 0, 2);
+        const auto rings = mine.rings();
+        wakeups::notify(tables, "k");
+        return mine.heads() && mine.rings() == rings + 1 ? 0 : 1;
+    });
+    CHECK(code == 0);
+    CHECK(parents.heads());  // the parent's own queue is untouched
 }
 
 }  // TEST_SUITE("unit")

@@ -187,9 +187,12 @@ std::shared_ptr<grant> client_impl::wait_for(
     auto drop_ticket = [&](bool leave) {
         if (!queued) return;
         telemetry_.waiters.fetch_sub(1);
-        spot.leave(!leave);
+        // The row goes first: leaving the local queue without the key rings
+        // the next local waiter, whose grant must not find this ticket still
+        // ahead of it (it would then sleep its backoff with the key free).
         if (leave) queue_->leave(queued);
         else queued.reset();
+        spot.leave(!leave);
     };
     bool waited = false;  // the key was busy at least once
     // Counts the call's outcome and its wait; tells a wait that found the key busy.
@@ -252,7 +255,7 @@ std::shared_ptr<grant> client_impl::wait_for(
                 queued_key = std::string(step.queue_key);
                 queued = queue_->enqueue(queued_key, options, ticket_owner, holder_description(), kind);
                 telemetry_.waiters.fetch_add(1);
-                spot.place(queued_key, kind, options.fair, options.priority, queued->ticket);
+                spot.place(dialect_->tables(), queued_key, kind, options.fair, options.priority, queued->ticket);
                 if (events_) {
                     lock_event e;
                     e.kind = event_kind::queued;

@@ -200,7 +200,7 @@ std::int64_t client_impl::force_release(std::string_view key, std::string_view b
                    before.owner.empty() ? "?" : before.owner, *token);
     else
         log_->warn("force release of '{}' by {}: it was not held; token {} fenced off", key, by, before.token);
-    wakeups::notify(key);
+    wakeups::notify(dialect_->tables(), key);
     return *token;
 }
 

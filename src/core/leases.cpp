@@ -215,12 +215,12 @@ void client_impl::release(grant& g) {
         }
     } catch (const std::exception& e) {
         told(e.what());
-        wakeups::notify(g.key);  // the key may be free all the same (the lease ran out)
+        wakeups::notify(dialect_->tables(), g.key);  // the key may be free all the same (the lease ran out)
         throw;
     }
     ++counters_.releases;
     told(nullptr);
-    wakeups::notify(g.key);
+    wakeups::notify(dialect_->tables(), g.key);
     log_->debug("released '{}' token {}", g.key, g.token);
 }
 
@@ -419,7 +419,7 @@ void client_impl::lost(lease_timing& lease) {
     mark_lost(g, g.loss_hint.load());
 }
 
-void client_impl::tickets_gone() { wakeups::notify_all(); }  // their waiters queue again
+void client_impl::tickets_gone() { wakeups::notify_all(dialect_->tables()); }  // their waiters queue again
 
 std::int64_t client_impl::periodic(std::int64_t now) { return sweeper_->run_due(now, watchdog_pool_); }
 

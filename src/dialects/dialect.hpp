@@ -326,6 +326,14 @@ public:
     std::string_view name() const { return name_; }
     // Statements and migrations, the table prefix applied.
     const sql_library& sql() const { return sql_; }
+    // Which tables this dialect works on, told apart from other clients' in
+    // this process: the backend, the table prefix, and where the database is
+    // (the SQLite file's absolute path; a server's URL, its password
+    // masked). Clients with the same string share one waiter table, and so
+    // one local queue per key (src/queue/wakeups.hpp). Two spellings of one
+    // server make two strings: their waiters then wake each other as
+    // waiters in two processes do, through the database.
+    const std::string& tables() const { return tables_; }
     virtual client_capabilities capabilities() const = 0;
     // Why select_for_update is refused when capabilities().row_locks is
     // false: what is missing and what to do instead.
@@ -350,11 +358,17 @@ public:
     virtual void fence_native(void* native, std::string_view key, std::int64_t token) const;
 
 protected:
-    dialect(std::string_view name, std::string_view table_prefix) : name_(name), sql_(name, table_prefix) {}
+    dialect(std::string_view name, std::string_view table_prefix, std::string_view where)
+        : name_(name), sql_(name, table_prefix) {
+        // The name and the prefix hold no newline (the prefix is an SQL
+        // identifier): `where`, last, may hold anything.
+        tables_.append(name).append("\n").append(table_prefix).append("\n").append(where);
+    }
 
 private:
     std::string name_;
     sql_library sql_;
+    std::string tables_;
 };
 
 // Factories, one per backend; each throws config_error naming its CMake

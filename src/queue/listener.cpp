@@ -29,11 +29,11 @@ void listener::main(std::unique_ptr<notifier> n) {
         try {
             if (!n) {
                 n = dialect_.listen(channel_);
-                wakeups::notify_all();  // wake-ups may have been missed while it was down
+                wakeups::notify_all(dialect_.tables());  // wake-ups may have been missed while it was down
             }
             switch (n->wait(std::chrono::milliseconds(250))) {
             case heard::ring: ++received_; [[fallthrough]];
-            case heard::hint: wakeups::notify_heads(); break;
+            case heard::hint: wakeups::notify_heads(dialect_.tables()); break;
             case heard::nothing: break;
             }
         } catch (const std::exception& e) {

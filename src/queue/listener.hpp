@@ -3,10 +3,10 @@
 // channel (a connection LISTENing on PostgreSQL, a connection in an
 // interruptible SLEEP on MariaDB, a datagram socket for SQLite), on a thread
 // of its own. A release rings the channel of the client whose waiter heads
-// the key's queue; the listener then wakes
-// the waiter heading each of this process's queues (wakeups::notify_heads),
-// not knowing the key. It rebuilds a lost connection
-// and, after a rebuild, wakes everyone (notifications may have been missed).
+// the key's queue; the listener then wakes the waiter heading each of this
+// process's queues of the client's tables (wakeups::notify_heads), not
+// knowing the key. It rebuilds a lost connection and, after a rebuild, wakes
+// every waiter of those tables (notifications may have been missed).
 // RAII: started by the constructor, stopped and joined by the destructor.
 
 #include "dialects/dialect.hpp"

@@ -1,5 +1,7 @@
 #include "queue/wakeups.hpp"
 
+#include "dialects/common/per_process.hpp"
+
 #include <algorithm>
 #include <map>
 #include <mutex>
@@ -9,17 +11,34 @@ namespace sqlock::detail::wakeups {
 
 struct registry {
     std::mutex mu;  // guards every spot's queue fields and ring count
+    // By queue_of(): the queues of one set of tables sort together.
     std::map<std::string, std::vector<spot*>, std::less<>> queues;
 
-    static registry& get() {
-        static registry r;  // never destroyed before the last client
-        return r;
+    // Never destroyed before the last client; a child of fork() gets its own.
+    static registry& get() { return per_process<registry>(); }
+
+    // The queue names of one set of tables (dialect::tables()) start with
+    // this, and no other's do: the length comes first.
+    static std::string tables_part(std::string_view tables) {
+        std::string q = std::to_string(tables.size());
+        q += ':';
+        q += tables;
+        return q;
     }
 
-    static std::string queue_of(std::string_view key, bool permits) {
-        std::string q(permits ? "P" : "L");
+    static std::string queue_of(std::string_view tables, std::string_view key, bool permits) {
+        std::string q = tables_part(tables);
+        q += permits ? 'P' : 'L';
         q += key;
         return q;
+    }
+
+    // Calls f on every queue of these tables.
+    template <class F>
+    void each_queue(std::string_view tables, F f) {
+        const std::string part = tables_part(tables);
+        for (auto it = queues.lower_bound(part); it != queues.end() && it->first.starts_with(part); ++it)
+            f(it->second);
     }
 
     // a is served before b (sql/*/grant.sql: fair waiters by priority, then
@@ -45,19 +64,20 @@ struct registry {
             if (s == first || s->shares_) ring(*s);
     }
 
-    void ring_key(std::string_view key) {
+    void ring_key(std::string_view tables, std::string_view key) {
         for (const bool permits : {false, true}) {
-            const auto it = queues.find(queue_of(key, permits));
+            const auto it = queues.find(queue_of(tables, key, permits));
             if (it != queues.end()) ring_queue(it->second);
         }
     }
 };
 
-void spot::place(std::string_view key, char kind, bool fair, int priority, std::int64_t ticket) {
+void spot::place(std::string_view tables, std::string_view key, char kind, bool fair, int priority,
+                 std::int64_t ticket) {
     leave(false);
     auto& r = registry::get();
     std::lock_guard lock(r.mu);
-    queue_ = registry::queue_of(key, kind == 'P');
+    queue_ = registry::queue_of(tables, key, kind == 'P');
     shares_ = kind != 'X';
     fair_ = fair;
     priority_ = priority;
@@ -115,23 +135,24 @@ void spot::ring() {
     registry::ring(*this);
 }
 
-void notify(std::string_view key) {
+void notify(std::string_view tables, std::string_view key) {
     auto& r = registry::get();
     std::lock_guard lock(r.mu);
-    r.ring_key(key);
+    r.ring_key(tables, key);
 }
 
-void notify_heads() {
+void notify_heads(std::string_view tables) {
     auto& r = registry::get();
     std::lock_guard lock(r.mu);
-    for (const auto& [name, q] : r.queues) registry::ring_queue(q);
+    r.each_queue(tables, [](const std::vector<spot*>& q) { registry::ring_queue(q); });
 }
 
-void notify_all() {
+void notify_all(std::string_view tables) {
     auto& r = registry::get();
     std::lock_guard lock(r.mu);
-    for (const auto& [name, q] : r.queues)
+    r.each_queue(tables, [](const std::vector<spot*>& q) {
         for (spot* s : q) registry::ring(*s);
+    });
 }
 
 }  // namespace sqlock::detail::wakeups

@@ -1,6 +1,9 @@
 #pragma once
 // Local wake-ups: every blocking acquire of this process that holds a ticket,
-// whatever its client, has a spot here, in its key's local queue, in the
+// whatever its client, has a spot here, in its key's local queue, one per
+// waiter table (dialect::tables(): the clients of one database and table
+// prefix share it; a key of another database is another queue, whose tickets
+// are not comparable and whose releases are not this one's), in the
 // order the grant statements serve the waiter table (fair waiters by priority
 // then ticket, then the others by ticket). Something that may free a key
 // rings only the spot at the head of that key's local queue, and every spot
@@ -32,9 +35,11 @@ public:
     spot(const spot&) = delete;
     spot& operator=(const spot&) = delete;
 
-    // Takes (or moves to) a place in the local queue of key: permit waiters
-    // ('P') queue apart from the lock's waiters, as in the waiter table.
-    void place(std::string_view key, char kind, bool fair, int priority, std::int64_t ticket);
+    // Takes (or moves to) a place in the local queue of key in `tables`:
+    // permit waiters ('P') queue apart from the lock's waiters, as in the
+    // waiter table.
+    void place(std::string_view tables, std::string_view key, char kind, bool fair, int priority,
+               std::int64_t ticket);
     // Leaves its queue; without the key (granted false), rings the spot that
     // heads it now, if this one headed it.
     void leave(bool granted) noexcept;
@@ -61,14 +66,14 @@ private:
     std::condition_variable cv_;
 };
 
-// A release (or a break-glass) of key: rings the head of each of its local
-// queues, and their readers and permit waiters.
-void notify(std::string_view key);
-// The database rang this process without naming a key: rings the head of
-// every local queue.
-void notify_heads();
-// Anything may have changed (tickets expired, a listener reconnected): rings
-// every spot.
-void notify_all();
+// A release (or a break-glass) of key in `tables`: rings the head of each of
+// its local queues, and their readers and permit waiters.
+void notify(std::string_view tables, std::string_view key);
+// The database of `tables` rang this process without naming a key: rings the
+// head of every local queue of those tables.
+void notify_heads(std::string_view tables);
+// Anything may have changed in `tables` (tickets expired, a listener
+// reconnected): rings every spot of them.
+void notify_all(std::string_view tables);
 
 }  // namespace sqlock::detail::wakeups

@@ -323,7 +323,7 @@ private:
 class my_dialect final : public dialect {
 public:
     explicit my_dialect(const dialect_context& ctx)
-        : dialect(dialect_name, ctx.options.table_prefix),
+        : dialect(dialect_name, ctx.options.table_prefix, ctx.redacted_url),
           setup_{ctx, sql(), parse_mysql_url(ctx.url)},
           quiet_ctx_(uncounted(ctx)),
           listener_setup_{quiet_ctx_, sql(), setup_.target} {

@@ -201,7 +201,7 @@ private:
 class pg_dialect final : public dialect {
 public:
     explicit pg_dialect(const dialect_context& ctx)
-        : dialect(dialect_name, ctx.options.table_prefix), setup_{ctx, sql(), ctx.url, 0} {
+        : dialect(dialect_name, ctx.options.table_prefix, ctx.redacted_url), setup_{ctx, sql(), ctx.url, 0} {
         // Hand libpq the URL as given, adding bounds on connecting and on a
         // silent network unless the URL sets them itself: keepalive probes
         // from the first idle second, and a connection whose data (probes

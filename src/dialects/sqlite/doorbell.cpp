@@ -59,6 +59,7 @@ void ring_sqlite_doorbell(std::string_view channel) noexcept {
         int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         ~sender() {
             if (fd >= 0) ::close(fd);
+            fd = -1;  // a ring from a later thread_local destructor sends nothing, not to a reused descriptor
         }
     } out;
     if (out.fd < 0 || channel.empty()) return;

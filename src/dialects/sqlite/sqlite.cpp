@@ -7,6 +7,7 @@
 // leases.cpp, holders.cpp and admin.cpp (see session.hpp).
 
 #include "dialects/common/fault.hpp"
+#include "dialects/common/per_process.hpp"
 #include "dialects/sqlite/doorbell.hpp"
 #include "dialects/sqlite/session.hpp"
 #include "dialects/sqlite/sqlite_url.hpp"
@@ -46,20 +47,26 @@ void register_clock(sqlite3* db, const sql_library& sql) {
     sqlite3_create_function_v2(db, name.c_str(), 0, SQLITE_UTF8, nullptr, sql_now_ms, nullptr, nullptr, nullptr);
 }
 
-// One queue per database file in this process, shared by every client of it.
-std::shared_ptr<write_queue> write_queue_for(const std::string& path) {
-    static std::mutex mu;
-    static std::map<std::string, std::weak_ptr<write_queue>> queues;
+// The file a URL names, made absolute once, when the client is made: the
+// pool opens connections later, as it needs them, and a relative path would
+// be resolved against the working directory of that moment. A process that
+// changed it (a daemon's chdir("/")) would open, and create, another file:
+// its renewals would fail there, or split one client between two databases.
+std::string absolute_file(const std::string& path) {
     std::error_code ec;
-    auto canonical = std::filesystem::weakly_canonical(path, ec);
-    const std::string id = ec ? path : canonical.string();
-    std::lock_guard lock(mu);
-    auto q = queues[id].lock();
-    if (!q) {
-        q = std::make_shared<write_queue>();
-        queues[id] = q;
-    }
-    return q;
+    auto absolute = std::filesystem::absolute(path, ec);
+    if (ec)
+        throw config_error("cannot make the sqlite file name '" + path +
+                           "' absolute (is the working directory still there?): " + ec.message());
+    return absolute.string();
+}
+
+// Symbolic links and "." / ".." resolved as far as the path exists: two
+// spellings of one file give one name (the write queue's and tables()'s).
+std::string canonical_file(const std::string& absolute) {
+    std::error_code ec;
+    auto canonical = std::filesystem::weakly_canonical(absolute, ec);
+    return ec ? absolute : canonical.string();
 }
 
 }  // namespace
@@ -204,11 +211,7 @@ query sqlite_session::prepare(const std::string& name) {
 
 class sqlite_dialect final : public dialect {
 public:
-    explicit sqlite_dialect(const dialect_context& ctx)
-        : dialect(dialect_name, ctx.options.table_prefix),
-          path_(parse_sqlite_path(ctx.url)),
-          ctx_(ctx),
-          writers_(write_queue_for(path_)) {}
+    explicit sqlite_dialect(const dialect_context& ctx) : sqlite_dialect(ctx, absolute_file(parse_sqlite_path(ctx.url))) {}
     client_capabilities capabilities() const override {
         return {.row_locks = false, .wake_ups = true, .sql_fence = false, .relaxed_durability = true, .embedded = true};
     }
@@ -256,7 +259,15 @@ public:
     }
 
 private:
-    std::string path_;
+    sqlite_dialect(const dialect_context& ctx, const std::string& path)
+        : sqlite_dialect(ctx, path, canonical_file(path)) {}
+    sqlite_dialect(const dialect_context& ctx, const std::string& path, const std::string& canonical)
+        : dialect(dialect_name, ctx.options.table_prefix, canonical),
+          path_(path),
+          ctx_(ctx),
+          writers_(write_queue_of(canonical)) {}
+
+    std::string path_;  // absolute
     const dialect_context& ctx_;
     std::shared_ptr<write_queue> writers_;
 };
@@ -264,6 +275,26 @@ private:
 }  // namespace sqlock::detail::sqlite
 
 namespace sqlock::detail {
+
+namespace {
+
+struct write_queues {
+    std::mutex mu;
+    std::map<std::string, std::weak_ptr<write_queue>> of_file;  // by canonical path
+};
+
+}  // namespace
+
+std::shared_ptr<write_queue> write_queue_of(const std::string& canonical_file) {
+    auto& all = per_process<write_queues>();
+    std::lock_guard lock(all.mu);
+    auto q = all.of_file[canonical_file].lock();
+    if (!q) {
+        q = std::make_shared<write_queue>();
+        all.of_file[canonical_file] = q;
+    }
+    return q;
+}
 
 std::string parse_sqlite_path(std::string_view url) {
     std::string_view rest = url.substr(url.find(':') + 1);

@@ -39,7 +39,9 @@
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
+#include <memory>
 #include <mutex>
+#include <string>
 
 namespace sqlock::detail {
 
@@ -134,5 +136,10 @@ private:
     clock::time_point served_;  // when a queued writer last got the turn
     std::deque<waiter*> waiting_;
 };
+
+// The queue of one database file (its canonical path), shared by every
+// client of the file in this process. A child of fork() starts with none of
+// its parent's (src/dialects/common/per_process.hpp).
+std::shared_ptr<write_queue> write_queue_of(const std::string& canonical_file);
 
 }  // namespace sqlock::detail
