@@ -855,6 +855,100 @@ TEST_CASE_TEMPLATE("a job outcome whose COMMIT answer was lost is reported as re
     CHECK(out.record.result == "done");
 }
 
+// The pool repeats an operation, once, on a fresh connection when the
+// connection of an idle session fails (src/pool/pool.hpp); the first run may
+// have committed with its answer lost. These inject that loss right after
+// the first run came back, on a client whose pool kept an idle session.
+
+std::int64_t queued_for(const test::backend_base& db, const std::string& key) {
+    return db.raw()->scalar("SELECT COUNT(*) FROM " + db.table("waiters") + " WHERE lock_key = '" + key + "'");
+}
+
+TEST_CASE_TEMPLATE("a grant whose answer was lost and whose repeat is refused does not keep the key", Db,
+                   SERVER_BACKENDS) {
+    // The repeat re-admits its own owner only when no waiter is ahead of it.
+    // A fair waiter that queued in between is: the repeat was refused, the
+    // first run's grant stayed in the table under an owner id nobody knew,
+    // and the key was nobody's to use until that lease ran out (here 60 s).
+    Db db;
+    for (mode m : {mode::conditional_update, mode::unique_insert}) {
+        CAPTURE(std::string(sqlock::to_string(m)));
+        const std::string key = "doubt/grant/" + std::string(sqlock::to_string(m));
+        auto c = db.open();
+        auto w = db.open();
+        (void)c.inspect(key);  // c's pool keeps an idle session: only such a one is repeated
+        std::optional<sqlock::lease> waited;
+        std::string failed;
+        std::thread waiter;
+        {
+            fault_at doubt(sqlock::detail::fault_point::grant_answered, 1, [&] {
+                waiter = noting_failure(failed,
+                                        [&] { waited.emplace(w.acquire(key, 20s, {.mode = m, .fair = true})); });
+                REQUIRE(test::eventually([&] { return queued_for(db, key) == 1; }));
+                lose_connection();
+            });
+            std::optional<sqlock::lease> got;
+            CHECK_NOTHROW(got = c.try_acquire(key, {.mode = m, .lease = 60s}));
+            CHECK(doubt.fired);
+            CHECK_FALSE(got);
+        }
+        waiter.join();
+        CHECK(failed.empty());
+        REQUIRE(waited);  // not 20 s of waiting for a lease of 60 s that nobody holds
+        CHECK_FALSE(waited->lost());
+    }
+}
+
+TEST_CASE_TEMPLATE("a reader's or a permit's grant whose answer was lost leaves no row behind", Db, SERVER_BACKENDS) {
+    // Their grants end with a plain INSERT of the holder's row: a repeat met
+    // the first run's row (PostgreSQL threw "duplicate key", MariaDB called
+    // it contention), and that row kept writers out of the key, or held one
+    // of the semaphore's permits, until its lease ran out.
+    Db db;
+    for (const bool permit : {false, true}) {
+        CAPTURE(permit);
+        const std::string key = std::string("doubt/") + (permit ? "permit" : "reader");
+        auto c = db.open();
+        auto w = db.open();
+        (void)c.inspect(key);
+        {
+            fault_at doubt(sqlock::detail::fault_point::grant_answered, 1, [] { lose_connection(); });
+            std::optional<sqlock::lease> got;
+            CHECK_NOTHROW(got = permit ? c.try_acquire_permit(key, 1, {.lease = 60s})
+                                       : c.try_acquire_shared(key, {.lease = 60s}));
+            CHECK(doubt.fired);
+            CHECK_FALSE(got);
+        }
+        // The semaphore of one permit, or the key for a writer, is free now.
+        auto other = permit ? w.try_acquire_permit(key, 1) : w.try_acquire(key);
+        CHECK(other);
+    }
+}
+
+TEST_CASE_TEMPLATE("force_release whose answer was lost is not repeated", Db, SERVER_BACKENDS) {
+    // A repeat would break the lease of whoever was granted the key between
+    // the first run and the repeat: a holder the operator never targeted.
+    // The operator is told the outcome is unknown instead.
+    Db db;
+    const std::string key = "doubt/force";
+    auto holder = db.open();
+    auto c = db.open();
+    auto held = holder.try_acquire(key, {.lease = 60s});
+    REQUIRE(held);
+    (void)c.inspect(key);
+    {
+        fault_at doubt(sqlock::detail::fault_point::force_release_answered, 1, [] { lose_connection(); });
+        CHECK_THROWS_AS((void)c.force_release(key, "test"), sqlock::connection_error);
+        CHECK(doubt.fired);
+    }
+    // The first run broke the lease, once: the next grant's token is one past
+    // the one force_release fenced off (a repeat would have fenced off one more).
+    auto other = db.open();
+    auto next = other.try_acquire(key);
+    REQUIRE(next);
+    CHECK(next->token() == held->token() + 2);
+}
+
 // --- SQLite's write turn ------------------------------------------------------------
 
 TEST_CASE_TEMPLATE("a fair grant on SQLite commits together with its leaving the queue", Db, test::sqlite_db) {

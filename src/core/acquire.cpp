@@ -8,6 +8,7 @@
 #include "core/client_impl.hpp"
 #include "core/row_lock.hpp"
 #include "core/validate.hpp"
+#include "dialects/common/fault.hpp"
 #include "queue/wait_queue.hpp"
 #include "queue/wakeups.hpp"
 #include "watchdog/clock.hpp"
@@ -64,6 +65,44 @@ void client_impl::watch(const std::shared_ptr<grant>& g, const lock_options& opt
     log_->debug("acquired '{}' token {} mode {} owner {}", g->key, g->token, to_string(g->mode), g->owner);
 }
 
+// The pool runs a grant again, on a fresh connection, when the connection of
+// an idle session failed (pool.hpp); the first run may then have committed
+// with its answer lost. A repeat that grants has the key anew under the same
+// owner id (the statements re-admit their own owner). A refused repeat —
+// a waiter that queued in between is now ahead of the request, or a reader's
+// or permit's row of this owner is already there — releases what the first
+// run may have left under that owner id, which nobody would renew or
+// release: it would keep the key (or a reader's place, or a permit) from
+// everyone until it expired.
+grant_result client_impl::grant_once(std::string_view key, const std::function<grant_result(session&)>& grant,
+                                     const std::function<bool(session&)>& release) {
+    int runs = 0;
+    bool cleared = false;
+    const grant_result r = pool_.with_session([&](session& s) {
+        const bool repeat = runs++ > 0;
+        const grant_result got = grant(s);
+        if (!repeat) {
+            fault(fault_point::grant_answered);
+        } else if (!got.token) {
+            try {
+                cleared = release(s);
+            } catch (const std::exception& e) {
+                log_->warn("'{}': a repeated grant was refused, and releasing what its first run may have "
+                           "taken failed (it lasts until its lease runs out): {}",
+                           key, e.what());
+            }
+        }
+        return got;
+    });
+    if (cleared) {
+        log_->warn("'{}': the answer to a grant was lost and its repeat was refused; released the first run's "
+                   "grant",
+                   key);
+        wakeups::notify(dialect_->tables(), key);
+    }
+    return r;
+}
+
 client_impl::attempt client_impl::try_grant(std::string_view key, const lock_options& options,
                                             bool want_remaining, std::int64_t ticket, std::int64_t started,
                                             const hold_request& what) {
@@ -88,7 +127,9 @@ client_impl::attempt client_impl::try_grant(std::string_view key, const lock_opt
         const std::string holder = holder_description();
         const holder_request request{what.kind, key,          g->owner, what.permits, g->lease_ms,
                                      holder,    options.note, ticket,   priority};
-        const grant_result r = pool_.with_session([&](session& s) { return s.grant_holder(request); });
+        const grant_result r = grant_once(
+            key, [&](session& s) { return s.grant_holder(request); },
+            [&](session& s) { return s.release_holder(what.kind, key, g->owner); });
         if (!r.token) {
             ++counters_.contention_misses;
             out.remaining_ms = r.remaining_ms;
@@ -108,7 +149,9 @@ client_impl::attempt client_impl::try_grant(std::string_view key, const lock_opt
         const std::string holder = holder_description();
         const grant_request request{key,           g->owner,       options.mode, g->lease_ms, holder,
                                     options.note, want_remaining, ticket,       priority};
-        const grant_result r = pool_.with_session([&](session& s) { return s.grant(request); });
+        const grant_result r = grant_once(
+            key, [&](session& s) { return s.grant(request); },
+            [&](session& s) { return s.release(key, g->owner, options.mode); });
         if (!r.token) {
             ++counters_.contention_misses;
             out.remaining_ms = r.remaining_ms;

@@ -5,6 +5,7 @@
 
 #include "core/client_impl.hpp"
 #include "core/validate.hpp"
+#include "dialects/common/fault.hpp"
 #include "dialects/common/sql_library.hpp"
 #include "queue/wait_queue.hpp"
 #include "queue/wakeups.hpp"
@@ -185,9 +186,14 @@ std::vector<waiter_info> client_impl::waiters(std::string_view prefix, std::size
 std::int64_t client_impl::force_release(std::string_view key, std::string_view by) {
     validate_key(key);
     check_schema();
-    const auto [before, token] = with_session([&](session& s) {
+    // Never repeated by the pool: a first run whose answer was lost has
+    // broken the lease already, and a repeat would break the lease of
+    // whoever was granted the key in between, a holder nobody meant to stop.
+    const auto [before, token] = pool_.with_session_once([&](session& s) {
         auto info = s.inspect(key);
-        return std::make_pair(info, s.force_release(key));
+        auto fenced = s.force_release(key);
+        fault(fault_point::force_release_answered);
+        return std::make_pair(info, fenced);
     });
     if (!token) {
         log_->info("force release of '{}' by {}: the key was never granted", key, by);

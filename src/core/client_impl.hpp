@@ -89,6 +89,10 @@ public:
         bool reentered = false;                    // granted is the calling thread's own grant, reused
         std::optional<std::int64_t> remaining_ms;  // contention: the holder's remaining lease, when known
     };
+    // A grant through the pool; a refused repeat of it (the first run's
+    // answer lost) releases what the first run may have taken.
+    grant_result grant_once(std::string_view key, const std::function<grant_result(session&)>& grant,
+                            const std::function<bool(session&)>& release);
     // One try. ticket: the requester's place in the wait queue, if it has one.
     // started: when the caller's try_acquire() or acquire() began (lease_clock ns).
     // what: an exclusive lease (the default), a shared one, or a permit.

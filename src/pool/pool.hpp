@@ -28,11 +28,20 @@ public:
     // Runs f(session&) on a pooled session, waiting for one if all are in
     // use. A connection_error on a session that had been idle in the pool is
     // retried once on a fresh connection: the server may have restarted
-    // meanwhile. Every operation run this way is safe to repeat (grants
-    // re-admit their own owner; see docs/design.md, "Commits whose answer was
-    // lost"). A session that threw connection_error is dropped.
+    // meanwhile. The first run may also have committed with its answer lost,
+    // so every operation run this way must be safe to repeat (docs/design.md,
+    // "Commits whose answer was lost"). A session that threw connection_error
+    // is dropped.
     template <class F>
-    auto with_session(F&& f) -> decltype(f(std::declval<session&>()));
+    auto with_session(F&& f) -> decltype(f(std::declval<session&>())) {
+        return run_on_session(f, true);
+    }
+    // The same, never repeated: for an operation that is not safe to run
+    // twice. Its connection_error reaches the caller, the outcome unknown.
+    template <class F>
+    auto with_session_once(F&& f) -> decltype(f(std::declval<session&>())) {
+        return run_on_session(f, false);
+    }
 
     // A session lent outside the cap, for as long as the caller likes
     // (select_for_update's pinned connection). fresh: a new connection, not
@@ -45,6 +54,9 @@ public:
 
 private:
     class slot;  // one of the `size` places, held while with_session runs
+
+    template <class F>
+    auto run_on_session(F& f, bool repeat) -> decltype(f(std::declval<session&>()));
 
     dialect& dialect_;
     const std::size_t size_;
@@ -76,7 +88,7 @@ private:
 };
 
 template <class F>
-auto session_pool::with_session(F&& f) -> decltype(f(std::declval<session&>())) {
+auto session_pool::run_on_session(F& f, bool repeat) -> decltype(f(std::declval<session&>())) {
     slot held(*this);
     auto run = [&](std::unique_ptr<session> s) -> decltype(f(*s)) {
         try {
@@ -97,7 +109,7 @@ auto session_pool::with_session(F&& f) -> decltype(f(std::declval<session&>())) 
     };
     bool reused = false;
     auto s = take(false, &reused);
-    if (!reused) return run(std::move(s));
+    if (!reused || !repeat) return run(std::move(s));
     try {
         return run(std::move(s));
     } catch (const connection_error&) {

@@ -15,6 +15,8 @@ enum class fault_point {
     sqlite_shared_granted,     // SQLite: a reader's grant took the key's row, its own row not yet written
     mysql_force_expired,       // MySQL: force_release expired the key's row, not yet its readers' rows
     mysql_force_unleaned,      // MySQL: force_release cleared the lean flag, its transaction not yet begun
+    grant_answered,            // a grant (exclusive, reader or permit) came back from its first run on a session
+    force_release_answered,    // force_release came back from the database
 };
 
 // The hook runs on the thread that reached the point and may throw (e.g. a

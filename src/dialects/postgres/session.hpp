@@ -31,6 +31,7 @@ namespace sqlock::detail::postgres {
 
 inline constexpr const char* dialect_name = "postgres";
 inline constexpr const char* lock_not_available = "55P03";  // lock_timeout, NOWAIT
+inline constexpr const char* unique_violation = "23505";
 inline constexpr const char* fence_sqlstate = "SQ001";      // raised by sqlock_assert_held
 
 inline std::string trim(std::string s) {
@@ -101,6 +102,10 @@ public:
                 res = send();
             } catch (const pqxx::sql_error& e) {
                 if (e.sqlstate() == lock_not_available) return {};
+                // A reader's or permit's row of this very owner (ids are never
+                // reused): a repeat of a grant whose first answer was lost.
+                // Refused; the caller releases what the first run left.
+                if (e.sqlstate() == unique_violation) return {};
                 throw;
             }
             grant_result out;
