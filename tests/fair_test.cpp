@@ -1,10 +1,10 @@
 // Fair queuing: the waiter table, priorities, crashed waiters, wake-ups.
 
+#include "support/dialect.hpp"
 #include "support/doctest_types.hpp"
 #include "support/helpers.hpp"
 #include "support/process.hpp"
 
-#include "core/url.hpp"
 #include "dialects/dialect.hpp"
 
 #include <sqlock/sqlock.hpp>
@@ -55,26 +55,6 @@ std::int64_t bells_held(const test::backend_base& db, test::raw_connection& raw,
                       " w JOIN information_schema.PROCESSLIST p ON p.ID = IS_USED_LOCK(w.listener)"
                       " AND p.INFO LIKE CONCAT('SELECT SLEEP(%', w.listener, '%')");
 }
-
-// The backend's dialect on a migrated schema, for tests that drive sessions
-// and listeners directly, deciding when each one waits. The dialect keeps a
-// reference to its context, so the two live and die together, in place.
-class migrated_dialect {
-public:
-    explicit migrated_dialect(const test::backend_base& db) {
-        db.migrate();
-        ctx_.url = ctx_.redacted_url = db.url();
-        ctx_.options = db.options();
-        dialect_ = sqlock::detail::make_dialect(sqlock::detail::parse_url(ctx_.url).scheme, ctx_);
-    }
-    migrated_dialect(const migrated_dialect&) = delete;
-    migrated_dialect& operator=(const migrated_dialect&) = delete;
-    sqlock::detail::dialect* operator->() const { return dialect_.get(); }
-
-private:
-    sqlock::detail::dialect_context ctx_;
-    std::unique_ptr<sqlock::detail::dialect> dialect_;
-};
 
 // MariaDB: whether the listener of `channel` is asleep in its SLEEP in the
 // server (it shows in the process list), where a KILL QUERY interrupts it.
@@ -544,7 +524,7 @@ TEST_CASE_TEMPLATE("a ring that comes while the listener is not waiting is kept 
     // holder's. The listener is the dialect's own, so the test decides when
     // it waits.
     Db db;
-    const migrated_dialect dialect(db);
+    const test::migrated_dialect dialect(db);
     REQUIRE(dialect->capabilities().wake_ups);
     const std::string channel = db.prefix + "w_" + test::random_hex(16);
     auto listener = dialect->listen(channel);
@@ -617,7 +597,7 @@ TEST_CASE_TEMPLATE("a ring that interrupts the listener's sleep wakes at once, a
     // already seen) is a hint too, and the next wait then finds nothing new
     // and sleeps its whole timeout: no ring is made up.
     Db db;
-    const migrated_dialect dialect(db);
+    const test::migrated_dialect dialect(db);
     const std::string channel = db.prefix + "w_" + test::random_hex(16);
     auto listener = dialect->listen(channel);
     auto session = dialect->connect();
@@ -668,7 +648,7 @@ TEST_CASE_TEMPLATE("releases that ring one listener together interrupt its sleep
     // connection's KILLs move: a round in which another test killed something
     // too is run again; with a KILL per release no round can show one.
     Db db;
-    const migrated_dialect dialect(db);
+    const test::migrated_dialect dialect(db);
     const std::string channel = db.prefix + "w_" + test::random_hex(16);
     auto listener = dialect->listen(channel);
     auto session = dialect->connect();
@@ -712,7 +692,7 @@ TEST_CASE_TEMPLATE("a listener of a library older than schema version 16 is inte
     // every ring interrupts it, as before version 16. Played here by a plain
     // connection doing what that library's listener did.
     Db db;
-    const migrated_dialect dialect(db);
+    const test::migrated_dialect dialect(db);
     auto session = dialect->connect();
     auto other = dialect->connect();
     auto old = db.raw();

@@ -2,6 +2,7 @@
 // contract in one process, and exclusion / the N-bound across processes
 // (tests/worker.cpp "rw", "sem", "hold-permit").
 
+#include "dialects/common/fault.hpp"
 #include "support/doctest_types.hpp"
 #include "support/helpers.hpp"
 #include "support/process.hpp"
@@ -502,6 +503,33 @@ void cancel_ends_the_wait(Db& db, const std::string& key) {
     CHECK(cancelled.load());
     CHECK(m.try_lock());  // the cancelled thread left nothing behind
     m.unlock();
+}
+
+TEST_CASE_TEMPLATE("unlocking a sqlock::mutex or shared_mutex never throws, even when the release fails", Db,
+                   ALL_BACKENDS) {
+    // std::lock_guard and std::unique_lock call unlock() from noexcept
+    // destructors: a release that threw (the database away) terminated the
+    // process there. The release's failure is logged; the lease expires.
+    Db db;
+    auto c = db.open_quiet();
+    sqlock::mutex m(c, "unlock/fails", {.lease = 1s});
+    sqlock::shared_mutex sm(c, "unlock/fails-shared", {.lease = 1s});
+    m.lock();
+    sm.lock_shared();
+    sqlock::detail::set_fault_hook_for_testing([](sqlock::detail::fault_point p) {
+        if (p == sqlock::detail::fault_point::release_sending)
+            throw sqlock::connection_error("injected: the database is away");
+    });
+    CHECK_NOTHROW(m.unlock());
+    CHECK_NOTHROW(sm.unlock_shared());
+    sqlock::detail::set_fault_hook_for_testing(nullptr);
+    CHECK(m.held() == nullptr);
+    // The turn passed on, and the leases the releases left expire: both can
+    // be taken again.
+    CHECK(m.try_lock_for(30s));
+    m.unlock();
+    CHECK(sm.try_lock_for(30s));
+    sm.unlock();
 }
 
 TEST_CASE_TEMPLATE("a thread waiting for another thread's sqlock::mutex or shared_mutex stops at its cancel token", Db,

@@ -21,7 +21,9 @@ class exclusive_turn;
 // thread in while the first is still inside), or until options.cancel stops
 // it (cancelled_error). The thread holding it locking it again throws
 // std::system_error (resource_deadlock_would_occur). Database failures throw
-// sqlock errors.
+// sqlock errors from the lock calls; unlock() never throws (std::lock_guard
+// calls it from a noexcept destructor): a release that fails is logged, and
+// the lease expires on its own on the server.
 class mutex {
 public:
     mutex(client c, std::string key, lock_options options = {});

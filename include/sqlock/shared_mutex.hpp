@@ -32,7 +32,8 @@ class exclusive_turn;
 // lease was lost is told (lease::lost()), as between processes. The thread
 // holding it exclusively locking it exclusively again throws
 // std::system_error (resource_deadlock_would_occur). Database failures throw
-// sqlock errors.
+// sqlock errors from the lock calls; unlock() and unlock_shared() never
+// throw: a release that fails is logged, and the lease expires on its own.
 class shared_mutex {
 public:
     shared_mutex(client c, std::string key, lock_options options = {});

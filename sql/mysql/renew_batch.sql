@@ -1,6 +1,10 @@
 -- The watchdog's renewal of many leases in one statement. The markers become
 -- placeholders, one group per lease: PAIRS "(?, ?), (?, ?) ..." (key, owner),
--- KEYS "?, ? ..." (key) and MS "?, ? ..." (its lease ms, in the same order).
+-- OWNERS "?, ? ..." (owner) and MS "?, ? ..." (its lease ms, in the same
+-- order). Each row's lease is found by its owner, unique to a grant: by key,
+-- FIELD() finds the first lease of that key, and one client may renew two of
+-- one key in a batch (a lease broken by force_release, not yet told, and its
+-- successor), which gave the successor's row the broken lease's length.
 -- A single-table UPDATE over a list of primary keys touches those rows only
 -- (a join with a derived table may scan, and wait for, anyone's rows). With
 -- CLIENT_FOUND_ROWS the affected count is the number renewed. A row another
@@ -9,5 +13,5 @@
 -- then renews each lease alone.
 SET STATEMENT innodb_lock_wait_timeout = 0 FOR
 UPDATE sqlock_locks
-   SET expires_at = UTC_TIMESTAMP(6) + INTERVAL (ELT(FIELD(lock_key, /*KEYS*/), /*MS*/) * 1000) MICROSECOND
+   SET expires_at = UTC_TIMESTAMP(6) + INTERVAL (ELT(FIELD(owner, /*OWNERS*/), /*MS*/) * 1000) MICROSECOND
  WHERE (lock_key, owner) IN (/*PAIRS*/) AND expires_at > UTC_TIMESTAMP(6)

@@ -34,8 +34,8 @@ public:
     // for this check.
     bool lock(client& c, const std::string& key, const lock_options& options, std::chrono::milliseconds timeout);
 
-    // Releases the key and lets the next thread in, even if the release
-    // throws. Any thread may call it (a std::unique_lock may be moved to
+    // Releases the key and lets the next thread in; never throws (a release
+    // that fails is logged). Any thread may call it (a std::unique_lock may be moved to
     // another thread); nothing happens when the key is not held.
     void unlock();
 

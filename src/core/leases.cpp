@@ -6,6 +6,7 @@
 
 #include "core/client_impl.hpp"
 #include "core/row_lock.hpp"
+#include "dialects/common/fault.hpp"
 #include "queue/wait_queue.hpp"
 #include "queue/wakeups.hpp"
 #include "sweeper/sweeper.hpp"
@@ -208,9 +209,15 @@ void client_impl::release(grant& g) {
             // A lost lease's connection died or misbehaved: never pool it.
             if (!g.row_lock->release(g.key, !g.lost.load())) signal_lost(g, loss_cause::connection_lost);
         } else if (g.kind != 'X') {
-            if (!pool_.with_session([&](session& s) { return s.release_holder(g.kind, g.key, g.owner); }))
+            if (!pool_.with_session([&](session& s) {
+                    fault(fault_point::release_sending);
+                    return s.release_holder(g.kind, g.key, g.owner);
+                }))
                 signal_lost(g, loss_cause::not_held);  // it had expired before this release
-        } else if (!pool_.with_session([&](session& s) { return s.release(g.key, g.owner, g.mode); })) {
+        } else if (!pool_.with_session([&](session& s) {
+                       fault(fault_point::release_sending);
+                       return s.release(g.key, g.owner, g.mode);
+                   })) {
             signal_lost(g, loss_cause::not_held);  // it had been taken over before this release
         }
     } catch (const std::exception& e) {

@@ -61,7 +61,7 @@ void shared_mutex::unlock_shared() {
         it->second.pop_back();
         if (it->second.empty()) shared_.erase(it);
     }
-    l->release();
+    l.reset();  // released by the lease's destructor: never thrown (see exclusive_turn::unlock)
 }
 
 }  // namespace sqlock

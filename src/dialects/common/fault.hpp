@@ -17,6 +17,7 @@ enum class fault_point {
     mysql_force_unleaned,      // MySQL: force_release cleared the lean flag, its transaction not yet begun
     grant_answered,            // a grant (exclusive, reader or permit) came back from its first run on a session
     force_release_answered,    // force_release came back from the database
+    release_sending,           // a lease's release (not select_for_update's) is about to be sent
 };
 
 // The hook runs on the thread that reached the point and may throw (e.g. a

@@ -101,9 +101,9 @@ void my_session::bound_waits(std::chrono::milliseconds) {}
 std::vector<bool> my_session::renew_batch(const std::vector<renewal>& batch) {
     return guarded("renew_batch", [&] {
         auto& ps = generated("renew_batch", batch.size(),
-                             {{"/*KEYS*/", "?", ", "}, {"/*MS*/", "?", ", "}, {"/*PAIRS*/", "(?, ?)", ", "}});
+                             {{"/*OWNERS*/", "?", ", "}, {"/*MS*/", "?", ", "}, {"/*PAIRS*/", "(?, ?)", ", "}});
         unsigned i = 1;
-        for (const auto& r : batch) ps.setString(i++, std::string(r.key));
+        for (const auto& r : batch) ps.setString(i++, std::string(r.owner));
         for (const auto& r : batch) ps.setInt64(i++, r.lease_ms);
         for (const auto& r : batch) {
             ps.setString(i++, std::string(r.key));
