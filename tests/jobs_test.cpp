@@ -2,6 +2,7 @@
 // failures are retried up to a limit, a run whose holder died is retried
 // after its lease, and a run that lost its lease can never record success.
 
+#include "dialects/common/fault.hpp"
 #include "support/doctest_types.hpp"
 #include "support/helpers.hpp"
 #include "support/process.hpp"
@@ -340,6 +341,63 @@ TEST_CASE_TEMPLATE("a body that stops because it judged its lease gone is a lost
         return std::string("done");
     });
     CHECK(again.status == sqlock::job_status::ran);  // a failed attempt would wait an hour
+}
+
+TEST_CASE_TEMPLATE("a lost run does not use up max_attempts", Db, ALL_BACKENDS) {
+    // "Retried at once, not a failed attempt" (docs/jobs.md): with one
+    // attempt allowed, a lost run's row counted as the failed last attempt,
+    // and the run key never ran again.
+    Db db;
+    sqlock::job_runner runner(db.open(), {.max_attempts = 1});
+    auto out = runner.run("lost-once", "r1", [](const sqlock::job_context&) -> std::string {
+        throw sqlock::lease_lost_error("stopped at the lease's deadline");
+    });
+    CHECK(out.status == sqlock::job_status::lost);
+    int calls = 0;
+    auto again = runner.run("lost-once", "r1", [&](const sqlock::job_context&) {
+        ++calls;
+        return std::string("done");
+    });
+    CHECK(again.status == sqlock::job_status::ran);
+    CHECK(calls == 1);
+    // A failed attempt still uses it up.
+    auto failed = runner.run("fails-once", "r1", [](const sqlock::job_context&) -> std::string {
+        throw std::runtime_error("broken");
+    });
+    CHECK(failed.status == sqlock::job_status::failed);
+    auto after = runner.run("fails-once", "r1", [&](const sqlock::job_context&) {
+        ++calls;
+        return std::string("done");
+    });
+    CHECK(after.status == sqlock::job_status::failed);
+    CHECK(calls == 1);
+}
+
+TEST_CASE_TEMPLATE("a claim that committed but answered with a connection error does not count an attempt", Db,
+                   ALL_BACKENDS) {
+    // The claim's row said "running" under this call's owner, and the body
+    // never started; the next caller took it for a dead holder's attempt:
+    // with one attempt allowed, failed for good without ever running.
+    Db db;
+    sqlock::job_runner runner(db.open(), {.max_attempts = 1});
+    int calls = 0;
+    auto body = [&](const sqlock::job_context& c) {
+        ++calls;
+        CHECK(c.attempt == 1);
+        return std::string("done");
+    };
+    {
+        sqlock::detail::set_fault_hook_for_testing([](sqlock::detail::fault_point p) {
+            if (p == sqlock::detail::fault_point::job_claimed)
+                throw sqlock::connection_error("injected: the claim's answer was lost");
+        });
+        CHECK_THROWS_AS((void)runner.run("claim-lost", "r1", body), sqlock::connection_error);
+        sqlock::detail::set_fault_hook_for_testing(nullptr);
+    }
+    CHECK(calls == 0);
+    auto out = runner.run("claim-lost", "r1", body);
+    CHECK(out.status == sqlock::job_status::ran);
+    CHECK(calls == 1);
 }
 
 TEST_CASE_TEMPLATE("the run key of a period is its UTC start by the database clock", Db, ALL_BACKENDS) {

@@ -505,6 +505,42 @@ void cancel_ends_the_wait(Db& db, const std::string& key) {
     m.unlock();
 }
 
+TEST_CASE_TEMPLATE("try_lock_for and try_lock_until take any std::chrono wait, as std::timed_mutex's do", Db,
+                   ALL_BACKENDS) {
+    // Converted to milliseconds as they were, hours::max() overflowed (UB)
+    // and a negative wait was a config_error; std::timed_mutex waits for ever
+    // on the first and tries once on the second.
+    Db db;
+    auto c = db.open_quiet();
+    sqlock::mutex m(c, "wait/any");
+    sqlock::shared_mutex sm(c, "wait/any-shared");
+    std::atomic<bool> holding{false};
+    std::thread holder([&] {
+        m.lock();
+        sm.lock();
+        holding = true;
+        std::this_thread::sleep_for(300ms);
+        sm.unlock();
+        m.unlock();
+    });
+    while (!holding.load()) std::this_thread::yield();
+    CHECK(m.try_lock_for(std::chrono::hours::max()));  // waits for the other thread's unlock
+    m.unlock();
+    CHECK(sm.try_lock_shared_for(std::chrono::hours::max()));
+    sm.unlock_shared();
+    holder.join();
+    CHECK(m.try_lock_for(-5s));  // not positive: one try, and the key is free
+    m.unlock();
+    CHECK(m.try_lock_until(std::chrono::system_clock::time_point::max()));
+    m.unlock();
+    CHECK(m.try_lock_until(std::chrono::steady_clock::time_point::min()));
+    m.unlock();
+    CHECK(sm.try_lock_for(std::chrono::duration<double>(0.25)));
+    sm.unlock();
+    CHECK(sm.try_lock_shared_until(std::chrono::steady_clock::now() - 1h));
+    sm.unlock_shared();
+}
+
 TEST_CASE_TEMPLATE("unlocking a sqlock::mutex or shared_mutex never throws, even when the release fails", Db,
                    ALL_BACKENDS) {
     // std::lock_guard and std::unique_lock call unlock() from noexcept

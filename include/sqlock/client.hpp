@@ -23,6 +23,26 @@ class client_impl;
 // Waiting "forever" for acquire(); any timeout at least this long never expires.
 inline constexpr std::chrono::milliseconds wait_forever = std::chrono::milliseconds::max();
 
+namespace detail {
+// A std::chrono wait (try_lock_for, try_lock_until) in whole milliseconds,
+// rounded up: one too long for them (hours::max()) waits for ever, and one
+// not positive tries once, as std::timed_mutex's do. Compared in long double
+// first, so that converting never overflows.
+template <class Rep, class Period>
+std::chrono::milliseconds wait_of(const std::chrono::duration<Rep, Period>& d) {
+    using std::chrono::milliseconds;
+    if (d <= d.zero()) return milliseconds::zero();
+    using exact = std::chrono::duration<long double, std::milli>;
+    if (exact(d) >= exact(wait_forever)) return wait_forever;
+    return std::chrono::ceil<milliseconds>(d);
+}
+template <class Clock, class Duration>
+std::chrono::milliseconds wait_until(const std::chrono::time_point<Clock, Duration>& t) {
+    const auto now = Clock::now();
+    return t <= now ? std::chrono::milliseconds::zero() : wait_of(t - now);
+}
+}  // namespace detail
+
 // Counters since the client was opened.
 struct client_stats {
     std::uint64_t acquisitions = 0;       // grants, not counting reentrant ones

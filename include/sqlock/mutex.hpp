@@ -35,11 +35,11 @@ public:
     bool try_lock();
     template <class Rep, class Period>
     bool try_lock_for(const std::chrono::duration<Rep, Period>& d) {
-        return lock_within(std::chrono::ceil<std::chrono::milliseconds>(d));
+        return lock_within(detail::wait_of(d));
     }
     template <class Clock, class Duration>
     bool try_lock_until(const std::chrono::time_point<Clock, Duration>& t) {
-        return lock_within(std::chrono::ceil<std::chrono::milliseconds>(t - Clock::now()));
+        return lock_within(detail::wait_until(t));
     }
     void unlock();
 

@@ -45,11 +45,11 @@ public:
     bool try_lock();
     template <class Rep, class Period>
     bool try_lock_for(const std::chrono::duration<Rep, Period>& d) {
-        return lock_within(std::chrono::ceil<std::chrono::milliseconds>(d));
+        return lock_within(detail::wait_of(d));
     }
     template <class Clock, class Duration>
     bool try_lock_until(const std::chrono::time_point<Clock, Duration>& t) {
-        return lock_within(std::chrono::ceil<std::chrono::milliseconds>(t - Clock::now()));
+        return lock_within(detail::wait_until(t));
     }
     void unlock();
 
@@ -57,11 +57,11 @@ public:
     bool try_lock_shared();
     template <class Rep, class Period>
     bool try_lock_shared_for(const std::chrono::duration<Rep, Period>& d) {
-        return lock_shared_within(std::chrono::ceil<std::chrono::milliseconds>(d));
+        return lock_shared_within(detail::wait_of(d));
     }
     template <class Clock, class Duration>
     bool try_lock_shared_until(const std::chrono::time_point<Clock, Duration>& t) {
-        return lock_shared_within(std::chrono::ceil<std::chrono::milliseconds>(t - Clock::now()));
+        return lock_shared_within(detail::wait_until(t));
     }
     void unlock_shared();
 

@@ -4,6 +4,7 @@
 
 #include "core/client_impl.hpp"
 #include "core/validate.hpp"
+#include "dialects/common/fault.hpp"
 
 #include <sqlock/errors.hpp>
 #include <sqlock/jobs.hpp>
@@ -235,7 +236,12 @@ job_outcome job_runner::run_body(std::string_view job, std::string_view run_key,
         if (row.status != to_string(run_status::failed)) return std::nullopt;
         out.status = job_status::failed;
         out.error = row.last_error;
-        if (row.attempts >= options_.max_attempts) return out;
+        // A lost run (the lease lost during its body, or the body judged it
+        // gone) is retried at once and is not a failed attempt
+        // (docs/jobs.md): its row says so by a retry time no later than its
+        // finish. Only failed attempts use up max_attempts.
+        const bool lost_run = row.retry_ms != 0 && row.retry_ms <= row.finished_ms;
+        if (row.attempts >= options_.max_attempts && !lost_run) return out;
         if (row.retry_ms > row.now_ms) {
             out.retry_in = std::chrono::milliseconds(row.retry_ms - row.now_ms);
             return out;
@@ -287,46 +293,80 @@ job_outcome job_runner::run_body(std::string_view job, std::string_view run_key,
     std::optional<job_outcome> settled_meanwhile;
     int attempt = 0;
     std::string earlier_error;  // kept in the row when this attempt succeeds
-    auto claimed = impl.with_session([&](detail::session& s) {
-        return s.fenced(key, token, [&](detail::ledger& l) {
-            settled_meanwhile.reset();
-            const auto row = l.read(job, run_key);
-            if (row && row->status == to_string(run_status::running) && row->owner == held->owner()) {
-                // Our own claim: its COMMIT went through but its answer was
-                // lost (the connection died), and this is the retry. Owner
-                // ids are never reused, so no other attempt wrote this row.
-                attempt = row->attempts;
-                earlier_error = row->last_error;
-                return false;  // nothing to write
-            }
-            if (row) {
-                if ((settled_meanwhile = settled(*row))) return false;
-            }
-            const int previous = row ? row->attempts : 0;
-            std::string error = row ? row->last_error : std::string();
-            if (row && row->status == to_string(run_status::running)) {
-                // Its holder died or lost the lease: we could only take the
-                // lease once that one had expired.
-                error = "attempt " + std::to_string(previous) + " by " + row->holder + " (token " +
-                        std::to_string(row->token) + ") did not finish: its holder stopped renewing the lease";
-                if (previous >= options_.max_attempts) {
-                    l.write({.job = job, .run_key = run_key, .status = to_string(run_status::failed), .owner = row->owner,
-                             .holder = row->holder, .token = row->token, .attempts = previous,
-                             .last_error = storable(error, max_error_bytes)});
-                    job_outcome out;
-                    out.status = job_status::failed;
-                    out.error = error;
-                    settled_meanwhile = out;
+    // The claim may commit and still end in a connection_error (its answer
+    // lost, and the pool's one repeat failed too, or was not made): the row
+    // then says this owner is running the body, which never started, and the
+    // next caller, finding it "running" once the lease is gone, counts the
+    // attempt as a dead holder's (with max_attempts 1: failed for good). So
+    // the row is put back, best effort, before the error goes on.
+    auto unclaim = [&] {
+        try {
+            impl.with_session([&](detail::session& s) {
+                return s.fenced(key, token, [&](detail::ledger& l) {
+                    const auto row = l.read(job, run_key);
+                    if (!row || row->status != to_string(run_status::running) || row->owner != held->owner())
+                        return false;
+                    l.write({.job = job, .run_key = run_key, .status = to_string(run_status::failed),
+                             .owner = row->owner, .holder = row->holder, .token = row->token,
+                             .attempts = row->attempts - 1, .retry_in_ms = 0,
+                             .last_error = "the claim's answer was lost; the job did not start"});
                     return true;
+                });
+            });
+        } catch (const std::exception& e) {
+            impl.log().warn("the claim of run '{}' may stand, its answer lost: {} (the next caller counts it as an "
+                            "attempt)",
+                            key, e.what());
+        }
+    };
+    detail::fence_result claimed;
+    try {
+        claimed = impl.with_session([&](detail::session& s) {
+            return s.fenced(key, token, [&](detail::ledger& l) {
+                settled_meanwhile.reset();
+                const auto row = l.read(job, run_key);
+                if (row && row->status == to_string(run_status::running) && row->owner == held->owner()) {
+                    // Our own claim: its COMMIT went through but its answer was
+                    // lost (the connection died), and this is the retry. Owner
+                    // ids are never reused, so no other attempt wrote this row.
+                    attempt = row->attempts;
+                    earlier_error = row->last_error;
+                    return false;  // nothing to write
                 }
-            }
-            attempt = previous + 1;
-            earlier_error = storable(error, max_error_bytes);
-            l.write({.job = job, .run_key = run_key, .status = to_string(run_status::running), .owner = held->owner(), .holder = holder,
-                     .token = token, .attempts = attempt, .starting = true, .last_error = earlier_error});
-            return true;
+                if (row) {
+                    if ((settled_meanwhile = settled(*row))) return false;
+                }
+                const int previous = row ? row->attempts : 0;
+                std::string error = row ? row->last_error : std::string();
+                if (row && row->status == to_string(run_status::running)) {
+                    // Its holder died or lost the lease: we could only take the
+                    // lease once that one had expired.
+                    error = "attempt " + std::to_string(previous) + " by " + row->holder + " (token " +
+                            std::to_string(row->token) + ") did not finish: its holder stopped renewing the lease";
+                    if (previous >= options_.max_attempts) {
+                        l.write({.job = job, .run_key = run_key, .status = to_string(run_status::failed),
+                                 .owner = row->owner, .holder = row->holder, .token = row->token, .attempts = previous,
+                                 .last_error = storable(error, max_error_bytes)});
+                        job_outcome out;
+                        out.status = job_status::failed;
+                        out.error = error;
+                        settled_meanwhile = out;
+                        return true;
+                    }
+                }
+                attempt = previous + 1;
+                earlier_error = storable(error, max_error_bytes);
+                l.write({.job = job, .run_key = run_key, .status = to_string(run_status::running),
+                         .owner = held->owner(), .holder = holder, .token = token, .attempts = attempt,
+                         .starting = true, .last_error = earlier_error});
+                return true;
+            });
         });
-    });
+        detail::fault(detail::fault_point::job_claimed);
+    } catch (const connection_error&) {
+        unclaim();
+        throw;
+    }
     if (!claimed.held) return lost_outcome(claimed.reason);
     if (settled_meanwhile) {
         held->release();

@@ -18,6 +18,7 @@ enum class fault_point {
     grant_answered,            // a grant (exclusive, reader or permit) came back from its first run on a session
     force_release_answered,    // force_release came back from the database
     release_sending,           // a lease's release (not select_for_update's) is about to be sent
+    job_claimed,               // a job runner's claim came back, before its body starts
 };
 
 // The hook runs on the thread that reached the point and may throw (e.g. a
