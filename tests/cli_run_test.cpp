@@ -214,6 +214,88 @@ void lost_lease_stops_program(const test::backend_base& db) {
 
 CLI_TEST("a lost lease stops PROGRAM: SIGTERM, SIGKILL after --kill-after, exit 70", lost_lease_stops_program)
 
+namespace {
+
+// Whether process `pid` ends within 10 s (gone, or a zombie its parent has
+// not reaped yet: a killed orphan waits for whichever process adopts it).
+bool ends(pid_t pid) {
+    return test::eventually([&] {
+        if (::kill(pid, 0) != 0) return errno == ESRCH;
+        std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+        std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        const auto close = stat.rfind(')');
+        return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'Z';
+    }, 10s);
+}
+
+// CPU time (user + system, in clock ticks) the process has used so far.
+long cpu_ticks(pid_t pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::istringstream fields(stat.substr(stat.rfind(')') + 2));
+    std::string field;
+    long utime = 0, stime = 0;
+    for (int i = 3; i <= 15 && fields >> field; ++i) {
+        if (i == 14) utime = std::stol(field);
+        if (i == 15) stime = std::stol(field);
+    }
+    return utime + stime;
+}
+
+
+}  // namespace
+
+void program_in_a_group_of_its_own_is_stopped(const test::backend_base& db) {
+    // GNU timeout moves itself to a process group of its own (setpgid) and
+    // runs its command there. Every signal for PROGRAM went to the group
+    // sqlock made for it, which PROGRAM had left: after a lost lease it ran
+    // on without the lock, and sqlock waited for it.
+    cli sqlock(db);
+    test::temp_dir dir;
+    const auto pid_file = (dir.path / "pid").string();
+    auto moved = hold(sqlock, {"--lease", "6s", "--kill-after", "5s"}, "k/moved",
+                      "exec timeout 1h sh -c 'echo $$ > " + pid_file + "; echo held; while :; do sleep 0.05; done'");
+    const pid_t script = std::stoi(slurp(pid_file));
+    CHECK(sqlock({"release", "--force", "k/moved"}).status == 0);
+    CHECK(moved.wait(10s) == 70);
+    CHECK(ends(script));  // timeout's command, in timeout's group
+    // A signal to sqlock reaches it too.
+    auto signalled = hold(sqlock, {}, "k/moved2",
+                          "exec timeout 1h sh -c 'echo $$ > " + pid_file + "; echo held; while :; do sleep 0.05; done'");
+    const pid_t script2 = std::stoi(slurp(pid_file));
+    signalled.signal(SIGTERM);
+    CHECK(signalled.wait(10s) != -1);
+    CHECK(ends(script2));
+}
+
+CLI_TEST("PROGRAM that moves to a process group of its own is still stopped and signalled",
+         program_in_a_group_of_its_own_is_stopped)
+
+void guardian_waits_out_the_grace_without_spinning(const test::backend_base& db) {
+    // After its SIGTERM the guardian waits --kill-after before the SIGKILL.
+    // It polled with the lease's deadline, already past, as its timeout: a
+    // loop that used a whole core for the grace period, beside a PROGRAM
+    // shutting down. CPU time, not wall time: a waiting guardian uses none
+    // of the 2 s watched, a spinning one whatever share of a core it gets.
+    cli sqlock(db);
+    test::temp_dir dir;
+    const auto group_file = (dir.path / "group").string();
+    auto stubborn = hold(sqlock, {"--lease", "6s", "--kill-after", "4s"}, "k/grace",
+                         "trap '' TERM; ps -o pgid= $$ > " + group_file + "; echo held; while :; do sleep 0.05; done");
+    const pid_t guardian = std::stoi(slurp(group_file));  // the group's first process
+    CHECK(sqlock({"release", "--force", "k/grace"}).status == 0);
+    std::this_thread::sleep_for(300ms);  // the SIGTERM sent, the grace begun
+    const long before = cpu_ticks(guardian);
+    std::this_thread::sleep_for(2s);
+    const long used = cpu_ticks(guardian) - before;
+    const long per_second = ::sysconf(_SC_CLK_TCK);
+    CAPTURE(used);
+    CHECK(used <= per_second / 20);  // a spinning one took 31-200 ticks here, by the machine's load
+    CHECK(stubborn.wait(15s) == 70);
+}
+
+CLI_TEST("the guardian waits out --kill-after without spinning", guardian_waits_out_the_grace_without_spinning)
+
 // A grant answered after its own lease ran out (its statement waited on the
 // database longer than the lease) is lost before PROGRAM starts; another owner
 // may already hold the key, so PROGRAM must not run at all. SQLite, because its
@@ -399,20 +481,6 @@ void durations_too_long_for_the_clock(const test::backend_base& db) {
 }
 
 CLI_TEST("durations too long for the clock wait, never fire at once", durations_too_long_for_the_clock)
-
-// CPU time (user + system, in clock ticks) the process has used so far.
-long cpu_ticks(pid_t pid) {
-    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    std::istringstream fields(stat.substr(stat.rfind(')') + 2));
-    std::string field;
-    long utime = 0, stime = 0;
-    for (int i = 3; i <= 15 && fields >> field; ++i) {
-        if (i == 14) utime = std::stol(field);
-        if (i == 15) stime = std::stol(field);
-    }
-    return utime + stime;
-}
 
 void guardian_death_does_not_spin(const test::backend_base& db) {
     cli sqlock(db);

@@ -288,6 +288,11 @@ void status_watch_repeats(const test::backend_base& db) {
         CHECK(endless.wait(20s) == 128 + sig);
     }
     CHECK(c.inspect("wt/held").held);
+    // An interval too long to add to the clock was taken: its deadline
+    // overflowed into the past, and snapshots came without a pause.
+    auto huge = sqlock({"status", "--watch", "--interval", "200000d"});
+    CHECK(huge.status == 64);
+    CHECK(huge.err.find("--interval must be at most 24 days") != std::string::npos);
 }
 
 CLI_TEST("status --watch: a snapshot every --interval, --count times or until a signal", status_watch_repeats)

@@ -116,6 +116,24 @@ signal_relay::~signal_relay() {
     thread_.join();
 }
 
+namespace {
+
+// Signals PROGRAM's process group `pgid` (the guardian's) and, if PROGRAM
+// (`program`, 0: unknown) has moved to a group of its own since (setpgid:
+// GNU timeout does, as do shells with job control), that group too: it is
+// still PROGRAM's to stop. A PROGRAM still in `pgid` is signalled once.
+// `pgid` last: the guardian's group holds the guardian, which a SIGKILL ends.
+// Only async-signal-safe calls: the guardian uses it too.
+void signal_group(pid_t pgid, pid_t program, int sig) {
+    if (program > 0) {
+        const pid_t now_in = ::getpgid(program);
+        if (now_in > 0 && now_in != pgid) ::kill(now_in == program ? -program : program, sig);
+    }
+    ::kill(-pgid, sig);
+}
+
+}  // namespace
+
 void signal_relay::main() {
     const sigset_t set = relayed_signals();
     const timespec tick{0, 50'000'000};
@@ -125,7 +143,7 @@ void signal_relay::main() {
         last_ = sig;
         std::lock_guard lock(mu_);
         if (target_ > 0) {
-            ::kill(-target_, sig);
+            signal_group(target_, program_, sig);
         } else {
             pending_ = sig;
             interrupted_.request_stop();
@@ -133,10 +151,11 @@ void signal_relay::main() {
     }
 }
 
-void signal_relay::forward_to(pid_t pgid) {
+void signal_relay::forward_to(pid_t pgid, pid_t program) {
     std::lock_guard lock(mu_);
     target_ = pgid;
-    if (pgid > 0 && pending_ != 0) ::kill(-pgid, pending_);
+    program_ = pgid > 0 ? program : 0;
+    if (pgid > 0 && pending_ != 0) signal_group(pgid, program_, pending_);
     pending_ = 0;
 }
 
@@ -161,12 +180,17 @@ std::int64_t lease_clock_ns() {
 //   starved) and cannot renew, or it wrote 0 because it found the lease lost.
 //   The group gets SIGTERM, and SIGKILL `grace_ns` later; sqlock is told
 //   (one byte back), so that it reports the loss even if it was merely late.
+// sqlock also writes PROGRAM's pid, negated, once PROGRAM runs: a PROGRAM
+// that moved to a group of its own is stopped there too (signal_group).
 // Only async-signal-safe calls: it is a fork of a threaded process.
 [[noreturn]] void guardian_main(int control, pid_t parent, std::int64_t grace_ns) {
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, nullptr);  // the group's signals are for PROGRAM; SIGKILL still ends us
-    if (::getppid() != parent) ::kill(0, SIGKILL);
+    const pid_t group = ::getpid();
+    pid_t program = 0;
+    auto stop = [&](int sig) { signal_group(group, program, sig); };
+    if (::getppid() != parent) stop(SIGKILL);
     constexpr std::int64_t never = std::numeric_limits<std::int64_t>::max();
     std::int64_t deadline = never;
     std::int64_t kill_at = never;
@@ -175,11 +199,13 @@ std::int64_t lease_clock_ns() {
         if (kill_at == never && now >= deadline) {
             const char stopped = 'S';
             ::send(control, &stopped, 1, MSG_NOSIGNAL);
-            ::kill(0, SIGTERM);
+            stop(SIGTERM);
             kill_at = grace_ns < never - 1 - now ? now + grace_ns : never - 1;  // a huge grace never overflows
         }
-        if (now >= kill_at) ::kill(0, SIGKILL);
-        const std::int64_t next = std::min(deadline, kill_at);
+        if (now >= kill_at) stop(SIGKILL);
+        // Once the group was told to stop, only the SIGKILL is due: the
+        // deadline has passed (with the grace a poll that never waited).
+        const std::int64_t next = kill_at != never ? kill_at : deadline;
         // poll() waits on CLOCK_MONOTONIC, which stops during a suspend: wake
         // at least once a second to look at the lease's clock.
         const int timeout_ms =
@@ -188,11 +214,15 @@ std::int64_t lease_clock_ns() {
         if (::poll(&p, 1, timeout_ms) <= 0) continue;
         std::int64_t news[64];
         const ssize_t n = ::read(control, news, sizeof news);
-        if (n == 0) ::kill(0, SIGKILL);  // sqlock is gone
+        if (n == 0) stop(SIGKILL);  // sqlock is gone
         // 8-byte writes to a local stream socket arrive whole in practice; a
         // torn read only delays the new deadline to the next write.
-        if (n >= static_cast<ssize_t>(sizeof(std::int64_t)) && kill_at == never)
-            deadline = news[static_cast<std::size_t>(n) / sizeof(std::int64_t) - 1];
+        for (ssize_t i = 0; i < n / static_cast<ssize_t>(sizeof(std::int64_t)); ++i) {
+            if (news[i] < 0)
+                program = static_cast<pid_t>(-news[i]);
+            else if (kill_at == never)
+                deadline = news[i];
+        }
     }
 }
 
@@ -370,7 +400,8 @@ child_result run_child(const std::vector<std::string>& argv, const std::vector<s
         throw spawn_error(exec_errno == ENOENT ? exit_status::not_found : exit_status::cannot_execute,
                           "cannot run '" + path + "': " + std::strerror(exec_errno));
     }
-    relay.forward_to(guardian);
+    tell_guardian(-static_cast<std::int64_t>(pid));  // PROGRAM's pid: stopped in a group of its own too
+    relay.forward_to(guardian, pid);
 
     fd child(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
     fd lost_event(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
@@ -385,6 +416,7 @@ child_result run_child(const std::vector<std::string>& argv, const std::vector<s
     child_result result;
     bool guardian_alive = true;
     std::int64_t kill_at = 0;  // when the guardian is gone: SIGKILL the group from here then (0: not due)
+    bool own_group = false;    // PROGRAM moved to a group it leads (setpgid)
     // The grace period from now; 0 (never) when it is too long to count.
     auto after_grace = [&] {
         const std::int64_t now = lease_clock_ns();
@@ -424,9 +456,12 @@ child_result run_child(const std::vector<std::string>& argv, const std::vector<s
             }
         }
         if (kill_at != 0 && lease_clock_ns() >= kill_at) {
-            ::kill(-guardian, SIGKILL);
+            signal_group(guardian, pid, SIGKILL);
             kill_at = 0;
         }
+        // A PROGRAM that leads a group of its own: what it leaves there after
+        // a loss goes too (below), once PROGRAM itself is reaped.
+        if (::getpgid(pid) == pid) own_group = true;
         int wstatus = 0;
         if (::waitpid(pid, &wstatus, WNOHANG | WUNTRACED) == pid) {
             if (WIFSTOPPED(wstatus)) {
@@ -437,7 +472,7 @@ child_result run_child(const std::vector<std::string>& argv, const std::vector<s
                     tty.take_back();
                     ::raise(SIGSTOP);
                     if (::tcgetpgrp(0) == ::getpgrp()) terminal::hand_to(guardian);  // `fg`
-                    ::kill(-guardian, SIGCONT);
+                    signal_group(guardian, pid, SIGCONT);
                 }
                 continue;
             }
@@ -450,7 +485,7 @@ child_result run_child(const std::vector<std::string>& argv, const std::vector<s
             // grace period. Should it be gone, do it from here.
             result.lost = true;
             if (!guardian_alive || !tell_guardian(0)) {
-                ::kill(-guardian, SIGTERM);
+                signal_group(guardian, pid, SIGTERM);
                 kill_at = after_grace();
             }
         } else if (!result.lost && guardian_alive) {
@@ -460,7 +495,11 @@ child_result run_child(const std::vector<std::string>& argv, const std::vector<s
     }
     // After a loss nothing of PROGRAM's may run on: what it left in its group
     // goes now. Otherwise, like flock(1), background jobs it started stay.
-    if (result.lost) ::kill(-guardian, SIGKILL);
+    if (result.lost) {
+        // The pid of a group that still has members is not handed out again.
+        if (own_group) ::kill(-pid, SIGKILL);
+        ::kill(-guardian, SIGKILL);
+    }
     relay.forward_to(0);
     return result;
 }

@@ -40,9 +40,10 @@ public:
 
     std::stop_token interrupted() const { return interrupted_.get_token(); }
     int last_signal() const { return last_.load(); }
-    // From now on signals go to process group `pgid` (0: to nobody). A signal
-    // that arrived since the last call is delivered at once.
-    void forward_to(pid_t pgid);
+    // From now on signals go to process group `pgid` (0: to nobody), and to
+    // PROGRAM (`program`) if it has left that group. A signal that arrived
+    // since the last call is delivered at once.
+    void forward_to(pid_t pgid, pid_t program = 0);
 
 private:
     void main();
@@ -52,6 +53,7 @@ private:
     std::atomic<bool> stopping_{false};
     std::mutex mu_;
     pid_t target_ = 0;
+    pid_t program_ = 0;
     int pending_ = 0;
     std::thread thread_;
 };

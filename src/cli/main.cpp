@@ -27,7 +27,7 @@ namespace {
 constexpr const char* footer = R"(The database: --url, else $SQLOCK_URL, else the SQLite file ./sqlock.db
 (created on first use). URLs: postgresql://user:pass@host:port/db,
 mysql://user:pass@host:port/db, sqlite:path/to/file.db (docs/urls.md).
-Durations: 250ms, 30s, 5m, 1h, 1h30m.
+Durations: 250ms, 30s, 5m, 1h, 1h30m, 2d.
 
 Exit status: 0 success; PROGRAM's own status when it ran; 75 (or
 --conflict-exit-code) when the key was busy or the run already done; 64 bad

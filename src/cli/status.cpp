@@ -101,6 +101,9 @@ int watch_status(const settings& s, std::chrono::milliseconds interval) {
 std::chrono::milliseconds watch_interval(const settings& s) {
     const auto interval = duration_option("--interval", s.interval);
     if (interval < std::chrono::milliseconds(100)) usage("--interval must be at least 100ms");
+    // Longer, the wait's deadline (now + interval, in nanoseconds) overflowed
+    // into the past, and snapshots came without a pause.
+    if (interval > max_duration) usage("--interval must be at most 24 days (" + s.interval + " given)");
     return interval;
 }
 
