@@ -21,6 +21,7 @@
 #include <mutex>
 #include <optional>
 #include <random>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -683,6 +684,35 @@ TEST_CASE_TEMPLATE("releases that ring one listener together interrupt its sleep
         once = sent == 1;
     }
     CHECK(once);
+}
+
+TEST_CASE_TEMPLATE("a MariaDB listener keeps its connection when statement_timeout is shorter than its sleep", Db,
+                   test::mysql_db) {
+    // The listener sleeps 250 ms at a time. It took the client's
+    // statement_timeout as max_statement_time, so at 200 ms every sleep
+    // failed (1969) and the listener reconnected every 0.75 s, its waiters
+    // polling meanwhile. Its connection is sampled for 2 s: one throughout.
+    Db db;
+    auto o = db.options();
+    o.statement_timeout = 200ms;
+    auto c = sqlock::client::open(db.url(), o);
+    c.migrate();
+    auto holder = db.open();
+    auto held = holder.try_acquire("short/listener", {.lease = 60s});
+    REQUIRE(held);
+    std::thread waiter([&] { (void)c.acquire("short/listener", 30s); });
+    auto raw = db.raw();
+    REQUIRE(test::eventually([&] { return listening(db, *raw, 1); }));
+    std::set<std::int64_t> connections;
+    for (int i = 0; i < 40; ++i) {
+        const auto id = raw->scalar("SELECT COALESCE(MAX(ID), 0) FROM information_schema.PROCESSLIST WHERE INFO LIKE "
+                                    "'SELECT SLEEP(%" + db.prefix + "w%'");
+        if (id != 0) connections.insert(id);
+        std::this_thread::sleep_for(50ms);
+    }
+    CHECK(connections.size() == 1);
+    held->release();
+    waiter.join();
 }
 
 TEST_CASE_TEMPLATE("a listener of a library older than schema version 16 is interrupted at every ring", Db,

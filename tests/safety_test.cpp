@@ -925,6 +925,37 @@ TEST_CASE_TEMPLATE("a reader's or a permit's grant whose answer was lost leaves 
     }
 }
 
+TEST_CASE_TEMPLATE("a PostgreSQL statement that succeeds after the client cancelled it is not taken as done", Db,
+                   test::postgres_db) {
+    // A commit whose wait for the synchronous standby outlives the client's
+    // bound is cancelled, and then succeeds, with a WARNING that it "might
+    // not have been replicated". The WARNING was the only sign, matched in
+    // English: a server whose lc_messages translate it acknowledged the grant,
+    // which a failover could then lose and grant again. A success after the
+    // canceller's cancel now counts as not replicated in any language. No
+    // standby here: a trigger that waits out cancels plays the SyncRep wait.
+    Db db;
+    auto o = db.options();
+    o.statement_timeout = 500ms;  // the client's bound: 1.5 s
+    auto c = sqlock::client::open(db.url(), o);
+    c.migrate();
+    (void)c.inspect("warm");
+    auto raw = db.raw();
+    const std::string slow = db.table("slow");
+    raw->exec("CREATE FUNCTION " + slow +
+              "() RETURNS trigger LANGUAGE plpgsql AS $$ DECLARE t0 timestamptz := clock_timestamp(); BEGIN"
+              " LOOP BEGIN PERFORM pg_sleep(0.05); EXCEPTION WHEN query_canceled THEN NULL; END;"
+              " EXIT WHEN clock_timestamp() > t0 + interval '3 seconds'; END LOOP; RETURN NEW; END $$");
+    raw->exec("CREATE TRIGGER " + slow + " BEFORE INSERT OR UPDATE ON " + db.table("locks") +
+              " FOR EACH ROW EXECUTE FUNCTION " + slow + "()");
+    std::optional<sqlock::lease> got;
+    CHECK_THROWS_AS(got = c.try_acquire("cut/short"), sqlock::connection_error);
+    CHECK_FALSE(got);
+    raw->exec("DROP TRIGGER " + slow + " ON " + db.table("locks"));
+    auto after = c.try_acquire("cut/other");  // the session was dropped, the client works on
+    CHECK(after);
+}
+
 TEST_CASE_TEMPLATE("force_release whose answer was lost is not repeated", Db, SERVER_BACKENDS) {
     // A repeat would break the lease of whoever was granted the key between
     // the first run and the repeat: a holder the operator never targeted.

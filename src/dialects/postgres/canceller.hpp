@@ -48,9 +48,10 @@ public:
         if (deadline < wake_at_) cv_.notify_all();
         return id;
     }
-    void disarm(std::uint64_t id) {
+    // True when the cancel was sent: the statement outlived the bound.
+    bool disarm(std::uint64_t id) {
         std::lock_guard lock(mu_);  // a cancel under way finishes before the connection can go
-        armed_.erase(id);
+        return armed_.erase(id) == 0;
     }
 
 private:

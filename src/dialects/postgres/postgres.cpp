@@ -117,9 +117,17 @@ void pg_session::migrate() {
 // cancelled is done locally but not replicated; a failover could lose
 // it, so it counts as failed (a grant's key then stays blocked until
 // its lease runs out, never granted twice).
+//
+// Told two ways: the server's WARNING, whose text is matched in English
+// only (lc_messages translates it, and a client cannot set it), and the
+// canceller having cancelled a statement that then succeeded: a statement
+// cut short otherwise fails (57014), so a success after a cancel is a
+// commit whose wait for the standby was cut, in any language.
 void pg_session::check_replicated(const char* what) {
-    if (!notices_ || !notices_->seen) return;
-    notices_->seen = false;
+    const bool cut = cancelled_ || (notices_ && notices_->seen);
+    cancelled_ = false;
+    if (notices_) notices_->seen = false;
+    if (!cut) return;
     throw connection_error(std::string("PostgreSQL committed ") + what +
                            " locally, but the synchronous standby did not confirm it within the client's bound "
                            "(statement_timeout + 1 s): treat it as failed; check the standby and "
@@ -129,6 +137,7 @@ void pg_session::check_replicated(const char* what) {
 // Commits tx within the client's bound (see canceller).
 void pg_session::commit(pqxx::transaction_base& tx, const char* what) {
     count();
+    cancelled_ = false;
     const auto armed = setup_.cancels->arm(*conn_, client_bound());
     try {
         tx.commit();
@@ -136,7 +145,7 @@ void pg_session::commit(pqxx::transaction_base& tx, const char* what) {
         setup_.cancels->disarm(armed);
         throw;
     }
-    setup_.cancels->disarm(armed);
+    cancelled_ = setup_.cancels->disarm(armed);
     check_replicated(what);
 }
 

@@ -135,12 +135,14 @@ private:
     // statements would stay with a server session other clients share.
     template <class... Args>
     pqxx::result call(pqxx::transaction_base& tx, const std::string& name, const Args&... args) {
+        cancelled_ = false;
         const auto armed = setup_.cancels->arm(*conn_, client_bound());
         struct disarm {
             canceller& c;
             std::uint64_t id;
-            ~disarm() { c.disarm(id); }
-        } guard{*setup_.cancels, armed};
+            bool& cancelled;
+            ~disarm() { cancelled = c.disarm(id); }
+        } guard{*setup_.cancels, armed, cancelled_};
         if (setup_.pooling == pool_mode::transaction) return tx.exec_params(setup_.sql.get(name), arg(args)...);
         return tx.exec_prepared(prepared(name), arg(args)...);
     }
@@ -213,6 +215,10 @@ private:
     const dialect_context& ctx_;
     std::optional<pqxx::connection> conn_;
     std::optional<unreplicated_notices> notices_;  // destroyed before conn_
+    // The last statement or commit outlived the client's bound and was sent
+    // a cancel: if it succeeded all the same, it was a commit's wait for the
+    // synchronous standby that was cut short (check_replicated).
+    bool cancelled_ = false;
     std::chrono::milliseconds bound_{0};           // from bound_waits; 0: client_bound()'s default
     std::optional<pqxx::work> held_;  // select_for_update's open transaction
     std::set<std::string> prepared_;
