@@ -26,6 +26,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 using namespace std::chrono_literals;
@@ -242,6 +243,19 @@ long cpu_ticks(pid_t pid) {
     return utime + stime;
 }
 
+// A PROGRAM that holds until stopped, once it has said "held".
+const std::string held_until_stopped = "echo held; while :; do sleep 0.05; done";
+
+// hold() with a script that first writes a pid to PIDFILE (the placeholder
+// is replaced by a file of its own): the holder and that pid.
+std::pair<test::child, pid_t> hold_with_pid(const cli& sqlock, std::vector<std::string> options,
+                                            const std::string& key, std::string script) {
+    test::temp_dir dir;
+    const auto file = (dir.path / "pid").string();
+    script.replace(script.find("PIDFILE"), 7, file);
+    auto holder = hold(sqlock, std::move(options), key, script);
+    return {std::move(holder), std::stoi(slurp(file))};
+}
 
 }  // namespace
 
@@ -251,18 +265,13 @@ void program_in_a_group_of_its_own_is_stopped(const test::backend_base& db) {
     // sqlock made for it, which PROGRAM had left: after a lost lease it ran
     // on without the lock, and sqlock waited for it.
     cli sqlock(db);
-    test::temp_dir dir;
-    const auto pid_file = (dir.path / "pid").string();
-    auto moved = hold(sqlock, {"--lease", "6s", "--kill-after", "5s"}, "k/moved",
-                      "exec timeout 1h sh -c 'echo $$ > " + pid_file + "; echo held; while :; do sleep 0.05; done'");
-    const pid_t script = std::stoi(slurp(pid_file));
+    const std::string in_timeout = "exec timeout 1h sh -c 'echo $$ > PIDFILE; " + held_until_stopped + "'";
+    auto [moved, script] = hold_with_pid(sqlock, {"--lease", "6s", "--kill-after", "5s"}, "k/moved", in_timeout);
     CHECK(sqlock({"release", "--force", "k/moved"}).status == 0);
     CHECK(moved.wait(10s) == 70);
     CHECK(ends(script));  // timeout's command, in timeout's group
     // A signal to sqlock reaches it too.
-    auto signalled = hold(sqlock, {}, "k/moved2",
-                          "exec timeout 1h sh -c 'echo $$ > " + pid_file + "; echo held; while :; do sleep 0.05; done'");
-    const pid_t script2 = std::stoi(slurp(pid_file));
+    auto [signalled, script2] = hold_with_pid(sqlock, {}, "k/moved2", in_timeout);
     signalled.signal(SIGTERM);
     CHECK(signalled.wait(10s) != -1);
     CHECK(ends(script2));
@@ -278,11 +287,9 @@ void guardian_waits_out_the_grace_without_spinning(const test::backend_base& db)
     // shutting down. CPU time, not wall time: a waiting guardian uses none
     // of the 2 s watched, a spinning one whatever share of a core it gets.
     cli sqlock(db);
-    test::temp_dir dir;
-    const auto group_file = (dir.path / "group").string();
-    auto stubborn = hold(sqlock, {"--lease", "6s", "--kill-after", "4s"}, "k/grace",
-                         "trap '' TERM; ps -o pgid= $$ > " + group_file + "; echo held; while :; do sleep 0.05; done");
-    const pid_t guardian = std::stoi(slurp(group_file));  // the group's first process
+    // The group's id: the pid of its first process, the guardian.
+    auto [stubborn, guardian] = hold_with_pid(sqlock, {"--lease", "6s", "--kill-after", "4s"}, "k/grace",
+                                              "trap '' TERM; ps -o pgid= $$ > PIDFILE; " + held_until_stopped);
     CHECK(sqlock({"release", "--force", "k/grace"}).status == 0);
     std::this_thread::sleep_for(300ms);  // the SIGTERM sent, the grace begun
     const long before = cpu_ticks(guardian);

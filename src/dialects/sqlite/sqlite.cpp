@@ -211,7 +211,7 @@ query sqlite_session::prepare(const std::string& name) {
 
 class sqlite_dialect final : public dialect {
 public:
-    explicit sqlite_dialect(const dialect_context& ctx) : sqlite_dialect(ctx, absolute_file(parse_sqlite_path(ctx.url))) {}
+    explicit sqlite_dialect(const dialect_context& ctx) : sqlite_dialect(ctx, file_of(ctx)) {}
     client_capabilities capabilities() const override {
         return {.row_locks = false, .wake_ups = true, .sql_fence = false, .relaxed_durability = true, .embedded = true};
     }
@@ -259,13 +259,20 @@ public:
     }
 
 private:
-    sqlite_dialect(const dialect_context& ctx, const std::string& path)
-        : sqlite_dialect(ctx, path, canonical_file(path)) {}
-    sqlite_dialect(const dialect_context& ctx, const std::string& path, const std::string& canonical)
-        : dialect(dialect_name, ctx.options.table_prefix, canonical),
-          path_(path),
+    // The URL's file: absolute (opened), and canonical (which names it).
+    struct file_names {
+        std::string absolute, canonical;
+    };
+    static file_names file_of(const dialect_context& ctx) {
+        auto absolute = absolute_file(parse_sqlite_path(ctx.url));
+        auto canonical = canonical_file(absolute);
+        return {std::move(absolute), std::move(canonical)};
+    }
+    sqlite_dialect(const dialect_context& ctx, const file_names& file)
+        : dialect(dialect_name, ctx.options.table_prefix, file.canonical),
+          path_(file.absolute),
           ctx_(ctx),
-          writers_(write_queue_of(canonical)) {}
+          writers_(write_queue_of(file.canonical)) {}
 
     std::string path_;  // absolute
     const dialect_context& ctx_;
