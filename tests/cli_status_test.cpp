@@ -297,6 +297,31 @@ void status_watch_repeats(const test::backend_base& db) {
 
 CLI_TEST("status --watch: a snapshot every --interval, --count times or until a signal", status_watch_repeats)
 
+// What sqlock prints itself must reach its reader: into a full device
+// (/dev/full) each command says so in one line and exits 74, where before
+// it exited 0, and `status --watch` ends instead of querying the database
+// for nobody until a signal.
+void output_errors_fail(const test::backend_base& db) {
+    cli sqlock(db);
+    auto c = db.open();
+    auto held = c.try_acquire("out/held", {.note = "unwritable"});
+    REQUIRE(held);
+    for (const std::string command : {"status", "status --json", "status --metrics", "migrate --print-sql",
+                                      "status --watch --interval 100ms"}) {
+        CAPTURE(command);
+        // stderr to the pipe the test reads, stdout to the full device.
+        auto shell = sqlock.start_shell("\"$0\" " + command + " 2>&1 >/dev/full; echo \"exit $?\"");
+        std::vector<std::string> out;
+        while (auto line = shell.read_line(20s)) out.push_back(*line);
+        CHECK(shell.wait(10s) == 0);
+        REQUIRE(out.size() == 2);
+        CHECK(out[0] == "sqlock: could not write standard output: No space left on device");
+        CHECK(out[1] == "exit 74");
+    }
+}
+
+CLI_TEST("output that cannot be written is an error (exit 74), and ends status --watch", output_errors_fail)
+
 }  // TEST_SUITE("cli")
 
 TEST_SUITE("unit") {

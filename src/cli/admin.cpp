@@ -10,7 +10,6 @@
 
 #include <unistd.h>
 
-#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -31,14 +30,15 @@ std::string who_am_i() {
 int command_migrate(const settings& s) {
     auto db = open_client(s, spdlog::level::warn);
     if (s.print_sql) {
-        std::fputs(db.migration_sql().c_str(), stdout);
+        print(db.migration_sql());
         return 0;
     }
     const int before = db.schema_version();
     db.migrate();
     const int after = db.schema_version();
-    if (before == after) std::printf("schema is up to date (version %d)\n", after);
-    else std::printf("migrated from schema version %d to %d\n", before, after);
+    print(before == after ? "schema is up to date (version " + std::to_string(after) + ")\n"
+                          : "migrated from schema version " + std::to_string(before) + " to " + std::to_string(after) +
+                                "\n");
     return 0;
 }
 
@@ -49,14 +49,14 @@ int command_release(const settings& s) {
     const auto before = with_schema(db, [&] { return db.inspect(s.key); });
     const auto token = db.force_release(s.key, who_am_i());
     if (token == 0) {
-        std::printf("'%s' was never granted: nothing to release\n", s.key.c_str());
+        print("'" + s.key + "' was never granted: nothing to release\n");
         return 0;
     }
     if (before.held)
-        std::printf("released '%s': %s is fenced off; the next holder gets a token above %lld\n", s.key.c_str(),
-                    describe_holder(before).c_str(), static_cast<long long>(token));
+        print("released '" + s.key + "': " + describe_holder(before) +
+              " is fenced off; the next holder gets a token above " + std::to_string(token) + "\n");
     else
-        std::printf("'%s' was not held; its token is now %lld\n", s.key.c_str(), static_cast<long long>(token));
+        print("'" + s.key + "' was not held; its token is now " + std::to_string(token) + "\n");
     return 0;
 }
 

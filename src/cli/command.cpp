@@ -8,7 +8,10 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -63,6 +66,11 @@ client open_client(const settings& s, spdlog::level::level_enum level, bool swee
     else if (const char* env = std::getenv("SQLOCK_TABLE_PREFIX"); env && *env) options.table_prefix = env;
     options.durability = s.commits;
     return client::open(resolve_url(s), options);
+}
+
+void print(std::string_view text) {
+    if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0)
+        throw exit_with{exit_status::io_error, std::string("could not write standard output: ") + std::strerror(errno)};
 }
 
 std::string describe_holder(const lock_info& info) {

@@ -79,6 +79,10 @@ auto with_schema(client& db, F&& f) -> decltype(f()) {
 // The holder a lock_info names, its token and the lease it has left, for messages.
 std::string describe_holder(const lock_info& info);
 
+// Writes what a command prints to stdout, flushed; a write that fails (a
+// full disk) is exit 74, so that a script never acts on output it lost.
+void print(std::string_view text);
+
 // PROGRAM's name as messages give it.
 std::string program_name(const settings& s);
 

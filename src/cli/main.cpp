@@ -15,7 +15,9 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <iostream>
 #include <string>
@@ -33,7 +35,8 @@ Exit status: 0 success; PROGRAM's own status when it ran; 75 (or
 --conflict-exit-code) when the key was busy or the run already done; 64 bad
 usage; 69 database unreachable or schema missing; 70 lease lost while
 PROGRAM ran (or before: not run); 126/127 PROGRAM could not be run; 71
-fork or pipe failed.)";
+fork, pipe or another system call failed; 74 sqlock's own output could not
+be written.)";
 
 // Overwrites, in place, the password of a database URL given on the command
 // line (userinfo "user:password@" or a "password=" parameter), so that
@@ -221,13 +224,26 @@ int say(int status, std::string_view prefix, std::string_view what, std::string_
     return status;
 }
 
+// What sqlock printed itself must have reached its reader: `sqlock status`
+// into a full disk or `migrate --print-sql` into a closed pipe's file is not
+// a success that a script may act on. (PROGRAM's output is its own.)
+int flushed(int status) {
+    errno = 0;
+    std::cout.flush();
+    if (std::fflush(stdout) == 0 && !std::ferror(stdout) && std::cout) return status;
+    const int err = errno;
+    say(sqlock::cli::exit_status::io_error, "could not write standard output",
+        err != 0 ? std::string(": ") + std::strerror(err) : std::string());
+    return status == 0 ? sqlock::cli::exit_status::io_error : status;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     using namespace sqlock;
     cli::startup_fds();  // before anything opens a file
     try {
-        return cli::dispatch(argc, argv);
+        return flushed(cli::dispatch(argc, argv));
     } catch (const cli::exit_with& e) {
         return say(e.status, "", e.message);
     } catch (const config_error& e) {

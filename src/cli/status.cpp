@@ -16,7 +16,6 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
-#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -40,11 +39,6 @@ snapshot read_status(client& db, const settings& s) {
     snap.runs = bounded(runner.records_with_prefix(s.prefix, s.limit + 1), snap.more_runs);
     snap.now = db.database_time();
     return snap;
-}
-
-void print(const std::string& text) {
-    std::fputs(text.c_str(), stdout);
-    std::fflush(stdout);
 }
 
 // status --watch: a snapshot every --interval until --count of them or a
@@ -124,7 +118,7 @@ int command_runs(const settings& s) {
     auto db = open_client(s, spdlog::level::warn);
     job_runner runner(db);
     const auto records = with_schema(db, [&] { return runner.records(s.job, s.limit); });
-    std::fputs((s.json ? runs_json(records) : runs_table(records)).c_str(), stdout);
+    print(s.json ? runs_json(records) : runs_table(records));
     return 0;
 }
 
