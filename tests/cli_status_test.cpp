@@ -115,6 +115,42 @@ void status_lists_locks_waiters_runs(const test::backend_base& db) {
 
 CLI_TEST("status shows held locks, waiters in order and recent runs, as a table or JSON", status_lists_locks_waiters_runs)
 
+// A key or note may hold any UTF-8 but NUL: a table cell or a message that
+// passed ESC or a C1 control (CSI, U+009B) to a terminal would let whoever
+// names a key move the cursor, clear the screen or retitle the window of
+// whoever runs `sqlock status`. Both come out as visible escapes.
+void terminal_controls_escaped(const test::backend_base& db) {
+    cli sqlock(db);
+    auto c = db.open();
+    const std::string key = "tc/\x1b[2J\xc2\x9b" "31m";
+    auto held = c.try_acquire(key, {.note = "\x1b]0;retitled\x07 caf\xc3\xa9"});
+    REQUIRE(held);
+    auto no_controls = [](const std::string& text) {
+        return text.find('\x1b') == std::string::npos && text.find('\x07') == std::string::npos &&
+               text.find("\xc2\x9b") == std::string::npos;
+    };
+    auto r = sqlock({"status", "tc/"});
+    CHECK(r.status == 0);
+    CAPTURE(r.out);
+    CHECK(no_controls(r.out));
+    CHECK(r.out.find("tc/\\x1b[2J\\u009b31m") != std::string::npos);
+    CHECK(r.out.find("\\x1b]0;retitled\\x07 caf\xc3\xa9") != std::string::npos);  // UTF-8 passes
+    // The busy message names the key and its holder on stderr.
+    r = sqlock({"run", key, "--", "true"});
+    CHECK(r.status == 75);
+    CAPTURE(r.err);
+    CHECK(r.one_line_message());
+    CHECK(no_controls(r.err));
+    CHECK(r.err.find("tc/\\x1b[2J\\u009b31m") != std::string::npos);
+    // JSON keeps the text exact, for programs (its own escapes).
+    r = sqlock({"status", "--json", "tc/"});
+    const auto j = nlohmann::json::parse(r.out);
+    REQUIRE(j["locks"].size() == 1);
+    CHECK(j["locks"][0]["key"] == key);
+}
+
+CLI_TEST("status and messages show control characters of keys and notes as escapes", terminal_controls_escaped)
+
 void status_filters_in_the_database(const test::backend_base& db) {
     cli sqlock(db);
     // One run of the job the status asks about, then 1,200 newer runs of

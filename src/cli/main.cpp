@@ -9,6 +9,7 @@
 #include "cli/child.hpp"
 #include "cli/command.hpp"
 #include "cli/exit_status.hpp"
+#include "cli/output.hpp"
 
 #include <sqlock/sqlock.hpp>
 
@@ -219,8 +220,11 @@ std::string one_line(std::string_view text) {
     return out;
 }
 
+// Its text may hold the database's (a holder's name, a driver's error): made
+// safe for a terminal after the line breaks became spaces.
 int say(int status, std::string_view prefix, std::string_view what, std::string_view suffix = {}) {
-    std::fprintf(stderr, "sqlock: %s\n", one_line(std::string(prefix) + std::string(what) + std::string(suffix)).c_str());
+    std::fprintf(stderr, "sqlock: %s\n",
+                 sqlock::cli::terminal_text(one_line(std::string(prefix) + std::string(what) + std::string(suffix))).c_str());
     return status;
 }
 

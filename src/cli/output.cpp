@@ -1,6 +1,7 @@
 #include "cli/output.hpp"
 
 #include "cli/duration.hpp"
+#include "core/validate.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -51,21 +52,33 @@ public:
     }
 
 private:
-    static std::string printable(const std::string& s) {
-        std::string out;
-        for (unsigned char c : s) {
-            if (c < 0x20 || c == 0x7f) {
-                char buf[8];
-                std::snprintf(buf, sizeof buf, "\\x%02x", c);
-                out += buf;
-            } else {
-                out += static_cast<char>(c);
-            }
-        }
-        return out;
-    }
+    static std::string printable(const std::string& s) { return terminal_text(s); }
     std::vector<std::vector<std::string>> rows_;
 };
+
+}  // namespace
+
+std::string terminal_text(std::string_view s) {
+    std::string out;
+    out.reserve(s.size());
+    auto escape = [&](const char* format, std::uint32_t value) {
+        char buf[12];
+        std::snprintf(buf, sizeof buf, format, static_cast<unsigned>(value));
+        out += buf;
+    };
+    for (std::size_t at = 0; at < s.size();) {
+        std::uint32_t cp = 0;
+        const std::size_t n = detail::utf8_sequence(s, at, &cp);
+        if (n == 0) escape("\\x%02x", static_cast<unsigned char>(s[at]));  // not UTF-8: the byte
+        else if (cp < 0x20 || cp == 0x7f) escape("\\x%02x", cp);            // C0 and DEL
+        else if (cp >= 0x80 && cp <= 0x9f) escape("\\u%04x", cp);          // C1
+        else out.append(s.substr(at, n));
+        at += n == 0 ? 1 : n;
+    }
+    return out;
+}
+
+namespace {
 
 std::string clip(const std::string& s, std::size_t n) { return s.size() <= n ? s : s.substr(0, n - 3) + "..."; }
 

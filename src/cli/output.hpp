@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace sqlock::cli {
@@ -19,6 +20,13 @@ struct snapshot {
     // Each section shows at most --limit rows; true when more were there.
     bool more_locks = false, more_waiters = false, more_runs = false, more_holders = false;
 };
+
+// Text from the database (keys, holders, notes, errors) made safe for a
+// terminal: C0 and C1 control characters, DEL and bytes that are not UTF-8
+// become \xNN (\u00NN for a C1 character): a note holding ESC [ or CSI
+// could otherwise move the cursor, retitle the window or hide lines of
+// `sqlock status`. Valid UTF-8 passes unchanged.
+std::string terminal_text(std::string_view s);
 
 // A time as 2026-11-21T09:30:00.250Z.
 std::string iso8601(std::chrono::sys_time<std::chrono::milliseconds> t);

@@ -5,6 +5,7 @@
 #include "cli/child.hpp"
 #include "cli/command.hpp"
 #include "cli/duration.hpp"
+#include "cli/output.hpp"
 
 #include <sqlock/sqlock.hpp>
 
@@ -103,7 +104,8 @@ int run_held(Held& held, const held_by& watch, const std::vector<std::string>& e
         held.release();
     } catch (const error& e) {
         // The lease ends by itself at its expiry; PROGRAM's status still counts.
-        std::fprintf(stderr, "sqlock: could not release %s (it expires by itself): %s\n", name.c_str(), e.what());
+        std::fprintf(stderr, "sqlock: could not release %s (it expires by itself): %s\n", terminal_text(name).c_str(),
+                     terminal_text(e.what()).c_str());
     }
     if (result.lost)
         throw exit_with{exit_status::lease_lost, "lost the lease on " + lost + " while " + program_name(s) +

@@ -4,6 +4,7 @@
 #include <sqlock/options.hpp>
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -15,6 +16,9 @@ inline constexpr std::size_t max_prefix_bytes = 40;
 
 // Strict UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF.
 bool valid_utf8(std::string_view s) noexcept;
+// The length of the strict UTF-8 sequence that starts at s[at] (1 to 4), or
+// 0 when the bytes there are not one; *code_point gets its code point.
+std::size_t utf8_sequence(std::string_view s, std::size_t at, std::uint32_t* code_point = nullptr) noexcept;
 
 // Each throws config_error saying what to fix.
 void validate_key(std::string_view key);
