@@ -447,6 +447,79 @@ TEST_CASE_TEMPLATE("a select_for_update attempt whose row lock ends before its f
     CHECK(next.token() > before + 1);
 }
 
+// The same gap the other way round: the held transaction ends while the
+// fence bump waits for a pooled connection, and another client is granted
+// the key meanwhile, with the next token. A bump that then still ran made
+// the counter pass that holder's token: its fences all failed while its
+// lease stayed live, and nobody else could take the key. The bump now
+// starts only from the counter the held transaction read once the row was
+// locked, and is refused when it moved. Before, the fence row ended at the
+// holder's token + 1.
+TEST_CASE_TEMPLATE("a select_for_update attempt whose row lock ends while its fence bump waits draws no token over "
+                   "the next holder's",
+                   Db, SERVER_BACKENDS) {
+    Db db;
+    auto raw = db.raw();
+    const victim v(db);
+    auto o = db.options();
+    o.row_lock_timeout = 30s;  // the pool's one session waits for the row the test holds
+    o.pool_size = 1;           // so the bump, which needs a pooled session, waits behind it
+    auto holder = sqlock::client::open(v.url, o);
+    auto other = db.open();
+    const std::string key = "lease-fault/bump-waits-for-pool", blocker = "lease-fault/pool-blocker";
+    const auto sfu = mode::select_for_update;
+    holder.acquire(key, 10s, {.mode = sfu}).release();  // the schema read, the key's rows, the pinning
+    holder.acquire(blocker, 10s).release();
+
+    // The pool's only session waits for the blocker's lock row, which the test locks.
+    auto row = db.raw();
+    row->begin();
+    row->scalar("SELECT 1 FROM " + db.table("locks") + " WHERE lock_key = '" + blocker + "' FOR UPDATE");
+    std::thread occupy([&] {
+        try {
+            (void)holder.try_acquire(blocker);
+        } catch (const std::exception&) {
+        }
+    });
+    REQUIRE(test::eventually(
+        [&] {
+            std::this_thread::sleep_for(150ms);  // MariaDB refreshes innodb_trx at most every 0.1 s
+            return raw->scalar(v.waiting_sql) >= 1;
+        },
+        20s));
+    // The attempt locks the key's row on its own pinned connection, then
+    // waits for the pool for its bump.
+    std::optional<sqlock::lease> got;
+    std::string failed;
+    std::thread attempt([&] {
+        try {
+            got = holder.try_acquire(key, {.mode = sfu});
+        } catch (const std::exception& e) {
+            failed = e.what();
+        }
+    });
+    std::int64_t held_tx = 0;
+    REQUIRE(test::eventually(
+        [&] {
+            std::this_thread::sleep_for(150ms);
+            held_tx = raw->scalar(v.idle_tx_sql);
+            return held_tx > 0;
+        },
+        20s));
+    v.kill(*raw, held_tx);  // the row lock ends with the connection
+    auto next = other.acquire(key, 10s, {.mode = mode::conditional_update, .lease = 30s});
+    row->commit();  // the pool's session goes on, and then the bump
+    occupy.join();
+    attempt.join();
+    CAPTURE(failed);
+    CHECK(failed.empty());
+    CHECK_FALSE(got);
+    // The next holder's token is still the key's latest: its fences pass.
+    CHECK(raw->scalar("SELECT token FROM " + db.table("fences") + " WHERE lock_key = '" + key + "'") == next.token());
+    CHECK(next.renew());
+    CHECK_FALSE(next.lost());
+}
+
 TEST_CASE_TEMPLATE("leases held across a server restart stay held and keep being renewed", Db, SERVER_BACKENDS) {
     Db db;
     test::server_comes_back guard{db.name()};

@@ -816,6 +816,36 @@ TEST_CASE_TEMPLATE("select_for_update waits behind an earlier holder's open fenc
 
 // --- commits whose answer was lost -------------------------------------------------
 
+// A queued select_for_update waiter's grant is proven only when its held
+// transaction reads back the bumped token: until then the attempt may
+// still be refused (the row lock ended meanwhile), and a refused waiter
+// must keep its place. Its ticket used to leave the queue together with the
+// bump, before the proof.
+TEST_CASE_TEMPLATE("a select_for_update waiter keeps its ticket until its grant is proven", Db, SERVER_BACKENDS) {
+    Db db;
+    auto holder = db.open();
+    auto waiter = db.open();
+    auto watcher = db.open();
+    const std::string key = "safety/sfu-ticket";
+    auto held = holder.acquire(key, 10s);
+    std::atomic<int> queued_at_bump{-1};
+    fault_at bumped(sqlock::detail::fault_point::row_lock_bumped, 1,
+                    [&] { queued_at_bump = static_cast<int>(watcher.waiters(key).size()); });
+    std::string failed;
+    std::int64_t token = 0;
+    auto t = noting_failure(failed, [&] {
+        token = waiter.acquire(key, 20s, {.mode = mode::select_for_update, .fair = true}).token();
+    });
+    REQUIRE(test::eventually([&] { return watcher.waiters(key).size() == 1; }, 10s));
+    held.release();
+    t.join();
+    CHECK(failed.empty());
+    CHECK(bumped.fired);
+    CHECK(queued_at_bump == 1);  // still queued between the bump and its proof
+    CHECK(token > held.token());
+    CHECK(watcher.waiters(key).empty());  // and gone once granted
+}
+
 TEST_CASE_TEMPLATE("a job claim whose COMMIT answer was lost is still this call's claim", Db, ALL_BACKENDS) {
     Db db;
     sqlock::job_runner runner(db.open(), {.max_attempts = 1});

@@ -6,11 +6,15 @@
 -- so that a requester stalled before its ROLLBACK (a pause, a slow network)
 -- cannot keep the holder's renewals waiting. NOWAIT turns a row another
 -- transaction has locked into SQLSTATE 55P03 at once.
--- Columns: the row exists, it is free and now locked by us, and the holder's
--- remaining lease when it is not free.
+-- Columns: the row exists, it is free and now locked by us, the holder's
+-- remaining lease when it is not free, and the key's fencing counter, which
+-- the fence bump must find unchanged (bump_token.sql). Read in this
+-- statement's snapshot, which a bump committed while it ran makes older:
+-- the bump then refuses, as contention, never the other way round.
 SELECT r.lock_key IS NOT NULL AS present,
        locked.lock_key IS NOT NULL AS locked,
-       greatest(0, ceil(extract(epoch FROM (r.expires_at - clock_timestamp())) * 1000))::bigint AS remaining_ms
+       greatest(0, ceil(extract(epoch FROM (r.expires_at - clock_timestamp())) * 1000))::bigint AS remaining_ms,
+       coalesce((SELECT f.token FROM sqlock_fences f WHERE f.lock_key = $1), 0) AS counter
   FROM (SELECT 1) AS one
   LEFT JOIN sqlock_locks r ON r.lock_key = $1
   LEFT JOIN LATERAL (

@@ -1,5 +1,7 @@
 #include "core/row_lock.hpp"
 
+#include "dialects/common/fault.hpp"
+
 #include <sqlock/errors.hpp>
 
 namespace sqlock::detail {
@@ -38,14 +40,11 @@ row_lock_holder::taken row_lock_holder::try_take(session_pool& pool, std::string
         pool.put_back(std::move(pinned));
         return out;
     }
-    // The row is ours: bump the fence on another session, committed at once.
+    // The row is ours: bump the fence on another session, committed at once,
+    // from the counter read once the row was locked (bump_token).
     std::optional<std::int64_t> token;
     try {
-        token = pool.with_session([&](session& s) {
-            auto bumped = row_locks_of(s).bump_token(key);
-            if (bumped && ticket != no_ticket) s.dequeue(ticket);  // a granted waiter leaves the queue
-            return bumped;
-        });
+        token = pool.with_session([&](session& s) { return row_locks_of(s).bump_token(key, attempt.counter); });
     } catch (...) {
         try {
             row_locks_of(*pinned).end_row_lock();
@@ -55,10 +54,15 @@ row_lock_holder::taken row_lock_holder::try_take(session_pool& pool, std::string
     }
     if (!token) {
         // An earlier holder's fenced transaction still share-locks the key's
-        // fence row: the key is not free yet. Contention, as in the lease
-        // modes, so that a blocking acquire waits on.
-        row_locks_of(*pinned).end_row_lock();
-        pool.put_back(std::move(pinned));
+        // fence row, or the counter moved: the key is not free, or no longer
+        // ours (its transaction may be gone with its connection, which is
+        // then not pooled again). Contention, as in the lease modes, so
+        // that a blocking acquire waits on.
+        try {
+            row_locks_of(*pinned).end_row_lock();
+            pool.put_back(std::move(pinned));
+        } catch (const error&) {
+        }
         return out;
     }
     // The bump ran on another connection, so the row lock proves the key
@@ -68,6 +72,7 @@ row_lock_holder::taken row_lock_holder::try_take(session_pool& pool, std::string
     // take the key, and this token would pass its fence: never handed out.
     // Reading the token back in the held transaction proves it was alive
     // after the bump, and that nobody bumped since.
+    fault(fault_point::row_lock_bumped);
     bool outlived = false;
     try {
         outlived = row_locks_of(*pinned).fence_token(key) == *token;
@@ -80,6 +85,15 @@ row_lock_holder::taken row_lock_holder::try_take(session_pool& pool, std::string
         } catch (...) {
         }
         return out;  // busy; the connection is not pooled again
+    }
+    // A granted waiter leaves the queue, only now: a refused attempt keeps
+    // its place. The key is held whatever this answers; a ticket left
+    // behind is no longer heartbeated and expires within seconds.
+    if (ticket != no_ticket) {
+        try {
+            pool.with_session([&](session& s) { s.dequeue(ticket); });
+        } catch (const error&) {
+        }
     }
     out.token = *token;
     out.holder = std::make_unique<row_lock_holder>(pool, std::move(pinned));

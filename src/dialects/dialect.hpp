@@ -161,6 +161,9 @@ public:
     struct attempt {
         row_lock_ops::state state = state::busy;
         std::optional<std::int64_t> remaining_ms;  // busy: the lease holder's remaining lease, when known
+        // locked: the key's fencing counter as the transaction read it once
+        // the row was locked (0: never granted), for bump_token.
+        std::int64_t counter = 0;
     };
     // Opens a transaction and locks the key's row without waiting, but only
     // when no live lease holds it and no live fair waiter is ahead (ticket and
@@ -183,11 +186,14 @@ public:
     // Creates the key's row (free) if it does not exist yet.
     virtual void ensure_row(std::string_view key) = 0;
     // Bumps and returns the key's fencing counter, marking it as held by a row
-    // lock. Only called while the caller holds the key's row lock on another
-    // session. Empty when the fence row stayed locked past the row lock
+    // lock. Called after lock_row locked the key's row on another session,
+    // with the counter it read: only that counter is bumped, since the row
+    // lock may have ended meanwhile and another client been granted the key
+    // (its token must stay the latest). Empty, nothing bumped, when the
+    // counter moved, or when the fence row stayed locked past the row lock
     // timeout (an earlier holder's fenced transaction is still open):
-    // contention, nothing bumped.
-    virtual std::optional<std::int64_t> bump_token(std::string_view key) = 0;
+    // contention either way.
+    virtual std::optional<std::int64_t> bump_token(std::string_view key, std::int64_t counter) = 0;
     // The key's fencing counter as committed (0: never granted). A holder's
     // ping: it proves the connection alive, and a token other than its own
     // means the lock was broken (force_release).

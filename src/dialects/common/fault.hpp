@@ -19,6 +19,7 @@ enum class fault_point {
     force_release_answered,    // force_release came back from the database
     release_sending,           // a lease's release (not select_for_update's) is about to be sent
     job_claimed,               // a job runner's claim came back, before its body starts
+    row_lock_bumped,           // a select_for_update grant bumped the fence, not yet read back in its held transaction
 };
 
 // The hook runs on the thread that reached the point and may throw (e.g. a

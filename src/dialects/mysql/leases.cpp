@@ -217,8 +217,10 @@ my_session::attempt my_session::lock_row(std::string_view key, std::int64_t leas
         for (int round = 0;; ++round) {
             begin();
             try {
+                // Locked: the counter the fence bump must find unchanged,
+                // read now (READ COMMITTED: a fresh snapshot).
                 if (update("lock_row", key, key, priority, priority, ticket, priority, ticket) == 1)
-                    return {state::locked, std::nullopt};
+                    return {state::locked, std::nullopt, scalar("read_token", key).value_or(0)};
             } catch (const sql::SQLException& e) {
                 if (!is_contention(e.getErrorCode())) throw;
                 rollback();
@@ -291,13 +293,20 @@ void my_session::ensure_row(std::string_view key) {
     guarded("ensure_row", [&] { update("ensure_row", key); });
 }
 
-std::optional<std::int64_t> my_session::bump_token(std::string_view key) {
+std::optional<std::int64_t> my_session::bump_token(std::string_view key, std::int64_t counter) {
     return guarded("bump_token", [&]() -> std::optional<std::int64_t> {
         try {
-            return scalar("bump_row_lock_token", key);
+            if (counter == 0) {
+                update("first_row_lock_token", key);
+                return 1;
+            }
+            if (update("bump_row_lock_token", key, counter) == 1) return counter + 1;
+            return std::nullopt;  // the counter moved: granted to another since
         } catch (const sql::SQLException& e) {
-            // An earlier holder's fenced transaction share-locks the fence row.
-            if (e.getErrorCode() == er_lock_wait_timeout) return std::nullopt;
+            // An earlier holder's fenced transaction share-locks the fence
+            // row; or a first token that another grant drew meanwhile.
+            if (e.getErrorCode() == er_lock_wait_timeout || (counter == 0 && e.getErrorCode() == er_dup_entry))
+                return std::nullopt;
             throw;
         }
     });

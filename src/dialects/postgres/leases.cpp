@@ -126,8 +126,8 @@ pg_session::attempt pg_session::lock_row(std::string_view key, std::int64_t leas
             if (e.sqlstate() == lock_not_available) return {state::busy, std::nullopt};
             throw;
         }
-        // One row: present, locked (free and now ours), remaining.
-        if (res[0][1].as<bool>()) return {state::locked, std::nullopt};
+        // One row: present, locked (free and now ours), remaining, counter.
+        if (res[0][1].as<bool>()) return {state::locked, std::nullopt, res[0][3].as<std::int64_t>()};
         held_.reset();
         if (!res[0][0].as<bool>()) return {state::missing, std::nullopt};
         return {state::busy, res[0][2].is_null() ? std::nullopt : std::optional(res[0][2].as<std::int64_t>())};
@@ -173,10 +173,12 @@ void pg_session::ensure_row(std::string_view key) {
     guarded("ensure_row", [&] { run("ensure_row", key); });
 }
 
-std::optional<std::int64_t> pg_session::bump_token(std::string_view key) {
+std::optional<std::int64_t> pg_session::bump_token(std::string_view key, std::int64_t counter) {
     return guarded("bump_token", [&]() -> std::optional<std::int64_t> {
         try {
-            return run("bump_token", key)[0][0].as<std::int64_t>();
+            const auto res = run("bump_token", key, counter);
+            if (res.empty()) return std::nullopt;  // the counter moved: granted to another since
+            return res[0][0].as<std::int64_t>();
         } catch (const pqxx::sql_error& e) {
             // lock_timeout: an earlier holder's fenced transaction share-locks the fence row.
             if (e.sqlstate() == lock_not_available) return std::nullopt;
