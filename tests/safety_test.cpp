@@ -271,6 +271,57 @@ TEST_CASE_TEMPLATE("force_release's token stays below every later grant when the
     CHECK(next->token() > forced);
 }
 
+// MySQL: force_release reads whether the key has a live lease (without
+// locking: a select_for_update holder keeps the row locked), and then bumps
+// the fence row. A grant that held the key's row as that read ran, and then
+// waited for the fence row (here behind a fenced transaction), committed its
+// lease first: the read had not seen it, and the lease outlived the forced
+// release with a token below it, every fence refused and nobody else able to
+// take the key. A unique_insert grant, which never leaves the key lean (a
+// lean key sent force_release round its loop again and so hid this).
+TEST_CASE_TEMPLATE("force_release ends a lease granted while it read whether the key was live", Db, test::mysql_db) {
+    Db db;
+    auto o = db.options();
+    o.row_lock_timeout = 30s;  // both wait for the fence row the test holds
+    auto grantee = sqlock::client::open(db.url(), o);
+    auto breaker = sqlock::client::open(db.url(), o);
+    auto other = db.open();
+    auto raw = db.raw();
+    const std::string key = "forced/late-grant";
+    const auto ui = mode::unique_insert;
+    grantee.try_acquire(key, {.mode = ui})->release();  // the key's fence row exists
+    std::optional<sqlock::lease> granted;
+    std::string grant_failed;
+    std::thread grant, committer;
+    std::optional<std::int64_t> forced;
+    {
+        fault_at between(sqlock::detail::fault_point::mysql_force_unleaned, 1, [&] {
+            raw->begin();
+            raw->scalar("SELECT token FROM " + db.table("fences") + " WHERE lock_key = '" + key + "' FOR UPDATE");
+            grant = noting_failure(grant_failed, [&] {
+                granted = grantee.try_acquire(key, {.mode = ui, .lease = 30s, .auto_renew = false});
+            });
+            std::this_thread::sleep_for(300ms);  // the grant holds the key's row and waits for the fence row
+            committer = std::thread([&] {
+                std::this_thread::sleep_for(300ms);  // force_release waits for it too, behind the grant
+                raw->commit();
+            });
+        });
+        forced = breaker.force_release(key, "test");
+        CHECK(between.fired);
+    }
+    grant.join();
+    committer.join();
+    INFO(grant_failed);
+    REQUIRE(granted);
+    REQUIRE(forced);
+    REQUIRE(granted->token() < *forced);  // granted first
+    CHECK_FALSE(granted->renew());
+    auto next = other.try_acquire(key);
+    REQUIRE(next);
+    CHECK(next->token() > *forced);
+}
+
 // PostgreSQL (MariaDB runs it too): force_release's first statement ends the
 // live lease its snapshot sees, then bumps the fence row. A grant in flight at that moment
 // (it had taken the key's row of an expired lease and was waiting for the

@@ -73,14 +73,18 @@ std::optional<std::int64_t> my_session::force_release(std::string_view key) {
         // commit, and a set one sends us round again. (Without that, the
         // key's next lean grant drew the bump's own number, or a lean grant
         // in flight kept its lease past the forced release.)
-        for (int round = 0;; ++round) {
-            update("unlean", key);
-            fault(fault_point::mysql_force_unleaned);
-            begin();
+        auto live_now = [&] {
             bool live = false;
             auto& ps = prepared("force_live");
             bind_all(ps, key);
             for_rows(ps, [&](sql::ResultSet&) { live = true; });
+            return live;
+        };
+        for (int round = 0;; ++round) {
+            update("unlean", key);
+            fault(fault_point::mysql_force_unleaned);
+            begin();
+            const bool live = live_now();
             if (live) {
                 update("force_expire", key);
                 fault(fault_point::mysql_force_expired);
@@ -90,10 +94,15 @@ std::optional<std::int64_t> my_session::force_release(std::string_view key) {
                 rollback();
                 return std::optional<std::int64_t>();
             }
-            if (scalar("lean_flag", key).value_or(0) != 0) {
+            // force_live's read does not see a grant that held the key's row
+            // then, and the fence row until it committed, just before this
+            // bump: READ COMMITTED reads again now, and such a lease sends
+            // us round again, to end it first (the lock row before the fence
+            // row, the order grants lock them in), not outlive the bump.
+            if (scalar("lean_flag", key).value_or(0) != 0 || (!live && live_now())) {
                 rollback();
                 if (round >= 100)
-                    throw db_error(dialect_name, "", "force_release: the key kept being granted lean; try again");
+                    throw db_error(dialect_name, "", "force_release: the key kept being granted meanwhile; try again");
                 continue;
             }
             const auto token = scalar("read_token", key);
