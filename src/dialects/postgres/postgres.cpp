@@ -97,6 +97,8 @@ void pg_session::migrate() {
         pqxx::work tx(*conn_, "sqlock migrate");
         local_settings(tx);
         count();
+        tx.exec(setup_.sql.get("migrate_wait"));
+        count();
         tx.exec(setup_.sql.get("migrate_lock"));
         count();
         int current = 0;
