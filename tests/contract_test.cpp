@@ -3,6 +3,8 @@
 #include "support/doctest_types.hpp"
 #include "support/helpers.hpp"
 
+#include "dialects/common/sql_library.hpp"
+
 #include <sqlock/sqlock.hpp>
 
 #include <doctest/doctest.h>
@@ -597,6 +599,44 @@ TEST_CASE_TEMPLATE("a missing or older schema asks for migrate", Db, ALL_BACKEND
     CHECK_THROWS_AS((void)old.try_acquire("k"), sqlock::schema_error);
     old.migrate();
     CHECK(old.try_acquire("k"));
+}
+
+// MariaDB: migration 14 creates triggers, which need the TRIGGER privilege
+// (docs/migrations.md). It dropped the routines it replaces first: run by a
+// user without that privilege it stopped at the first trigger, and the
+// clients at version 13 lost sqlock_grant and every routine it had dropped.
+TEST_CASE_TEMPLATE("a MariaDB migration refused a privilege leaves the previous version's routines in place", Db,
+                   test::mysql_db) {
+    Db db;
+    auto raw = db.raw();
+    auto opts = db.options();
+    opts.table_prefix = "nt" + test::random_hex(8) + "_";  // a schema of its own, at version 13
+    const std::string& p = opts.table_prefix;
+    const sqlock::detail::sql_library lib(db.name(), p);
+    for (const auto& m : lib.migrations())
+        if (m.version <= 13)
+            for (const auto& statement : sqlock::detail::split_statements(m.text)) raw->exec(statement);
+    auto routines = [&] {
+        return raw->scalar("SELECT COUNT(*) FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE() AND "
+                           "SPECIFIC_NAME IN ('" + p + "grant', '" + p + "grant_shared', '" + p + "assert_held', '" +
+                           p + "renew_holders')");
+    };
+    REQUIRE(routines() == 4);  // version 13's
+    const std::string user = "nt" + test::random_hex(8);
+    raw->exec("CREATE USER '" + user + "'@'%' IDENTIFIED BY 'pw'");
+    raw->exec("GRANT ALL ON sqlock_test.* TO '" + user + "'@'%'");
+    raw->exec("REVOKE TRIGGER ON sqlock_test.* FROM '" + user + "'@'%'");
+    const std::string root = "mysql://root@";
+    REQUIRE(db.url().rfind(root, 0) == 0);
+    auto limited = sqlock::client::open("mysql://" + user + ":pw@" + db.url().substr(root.size()), opts);
+    CHECK_THROWS_AS(limited.migrate(), sqlock::db_error);
+    CHECK(routines() == 4);  // still there for version 13's clients
+    CHECK(limited.schema_version() == 13);
+    raw->exec("DROP USER '" + user + "'@'%'");
+    auto c = sqlock::client::open(db.url(), opts);  // a user with the privilege finishes the job
+    c.migrate();
+    CHECK(c.schema_version() == c.required_schema_version());
+    CHECK(c.try_acquire("k"));
 }
 
 // Applied by hand, a loop that went on past a failed file recorded the later

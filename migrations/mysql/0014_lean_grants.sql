@@ -48,12 +48,6 @@ ALTER TABLE sqlock_fences ADD COLUMN IF NOT EXISTS row_lock_grants BIGINT NOT NU
 DROP TRIGGER IF EXISTS sqlock_locks_fold_lean;
 DROP TRIGGER IF EXISTS sqlock_fences_row_lock_insert;
 DROP TRIGGER IF EXISTS sqlock_fences_row_lock_update;
-DROP PROCEDURE IF EXISTS sqlock_unlean;
-DROP PROCEDURE IF EXISTS sqlock_refused;
-DROP PROCEDURE IF EXISTS sqlock_grant;
-DROP PROCEDURE IF EXISTS sqlock_grant_shared;
-DROP FUNCTION IF EXISTS sqlock_assert_held;
-DROP PROCEDURE IF EXISTS sqlock_renew_holders;
 DELIMITER //
 -- A lean row's counter is the key's: deleting the row (a DBA, a tool; sqlock
 -- itself deletes only unique_insert rows, which are never lean) folds it
@@ -82,6 +76,18 @@ BEGIN
             'sqlock: a select_for_update grant of a library older than schema version 14; upgrade every process that uses this database';
     END IF;
 END//
+
+-- The routines this version replaces are dropped only now, after the
+-- triggers, which need the TRIGGER privilege: a user without it (see
+-- docs/migrations.md) stops at the first trigger with the previous version's
+-- routines in place, and its clients go on working, where dropping them
+-- first left those clients with no sqlock_grant.
+DROP PROCEDURE IF EXISTS sqlock_unlean//
+DROP PROCEDURE IF EXISTS sqlock_refused//
+DROP PROCEDURE IF EXISTS sqlock_grant//
+DROP PROCEDURE IF EXISTS sqlock_grant_shared//
+DROP FUNCTION IF EXISTS sqlock_assert_held//
+DROP PROCEDURE IF EXISTS sqlock_renew_holders//
 
 -- Clears p_key's lean flag, folding the lock row's token into the fence row,
 -- so that the next grant goes through sqlock_grant (which keeps the queue's

@@ -34,12 +34,6 @@
 -- ring, as before.
 
 DROP FUNCTION IF EXISTS sqlock_armed;
-DROP PROCEDURE IF EXISTS sqlock_bell;
-DROP PROCEDURE IF EXISTS sqlock_ring;
-DROP PROCEDURE IF EXISTS sqlock_release;
-DROP PROCEDURE IF EXISTS sqlock_release_shared;
-DROP PROCEDURE IF EXISTS sqlock_release_permit;
-DROP PROCEDURE IF EXISTS sqlock_release_row_lock;
 DELIMITER //
 -- The named lock a listener holds while it sleeps at ring count p_seen of
 -- channel p_channel (-1: held for the listener's whole life, to tell it from
@@ -48,6 +42,17 @@ DELIMITER //
 CREATE FUNCTION sqlock_armed(p_channel VARCHAR(64), p_seen BIGINT) RETURNS VARCHAR(64)
     DETERMINISTIC NO SQL
     RETURN CONCAT('sqlock-armed:', MD5(CONCAT(p_channel, '/', p_seen)))//
+
+-- The procedures this version replaces are dropped only after the function
+-- above, which needs SUPER (or log_bin_trust_function_creators) where the
+-- binary log is on: a user without it stops there with the previous
+-- version's procedures in place, and its clients go on working.
+DROP PROCEDURE IF EXISTS sqlock_bell//
+DROP PROCEDURE IF EXISTS sqlock_ring//
+DROP PROCEDURE IF EXISTS sqlock_release//
+DROP PROCEDURE IF EXISTS sqlock_release_shared//
+DROP PROCEDURE IF EXISTS sqlock_release_permit//
+DROP PROCEDURE IF EXISTS sqlock_release_row_lock//
 
 -- Inside a release's transaction, before its COMMIT: finds the client whose
 -- live waiter heads p_key's queue (fair waiters first, by priority then
