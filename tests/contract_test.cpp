@@ -667,6 +667,10 @@ TEST_CASE_TEMPLATE("password and unix-socket URL forms connect", Db, SERVER_BACK
         const auto dir = test::env_or_throw("SQLOCK_TEST_POSTGRES_SOCKET_DIR");
         urls.push_back("postgresql://postgres@/sqlock_test?host=" + dir + "&port=" + port);
         urls.push_back("postgres://sqlock:s3cr3t-pw@127.0.0.1:" + port + "/sqlock_test");
+        // A '?' or '&' that ends the URL: sqlock's parameters follow it
+        // without a separator of their own (libpq refuses "?&").
+        urls.push_back(db.url() + "?");
+        urls.push_back(db.url() + "?application_name=sqlock-test&");
     } else {
         const auto sock = test::env_or_throw("SQLOCK_TEST_MYSQL_SOCKET");
         const auto port = db.url().substr(db.url().rfind(':') + 1, db.url().rfind('/') - db.url().rfind(':') - 1);

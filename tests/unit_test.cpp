@@ -123,6 +123,13 @@ TEST_CASE("a URL whose password would be misread is refused without showing it")
         {"mariadb://u:50%off@h/db", {"50%off", "off"}},
         {"postgresql://u:123?456@h/db", {"456"}},
         {"mysql://u:123/456@h/db", {"456"}},
+        // A password holding '?' after digits (read as a port) and an '@':
+        // the mysql parser took "Xy7" for a parameter and named it.
+        {"mysql://u:1?Xy7=Qz8@h/db", {"Xy7", "Qz8"}},
+        {"mariadb://u:1?socket=Qz8@h/db", {"Qz8"}},
+        // Or '/' twice: the tail went to the database name, past its first segment.
+        {"mysql://u:1/Xy7/Qz8@h/db", {"Xy7", "Qz8"}},
+        {"postgresql://u:Rt5@Lm3/Xy7/Qz8@h/db", {"Rt5", "Lm3", "Xy7", "Qz8"}},
     };
     for (const auto& [url, secrets] : cases) {
         CAPTURE(url);
@@ -147,6 +154,11 @@ TEST_CASE("a URL whose password would be misread is refused without showing it")
     // An '@' in the query, not in a password, is legal (user=name@server).
     CHECK_NOTHROW(parse_url("postgresql://db:5432/app?user=me@corp"));
     CHECK_NOTHROW(parse_url("postgresql:///app?host=/run/postgresql&user=me@corp"));
+    // The mysql URL's only parameter, socket, takes an '@' encoded.
+    CHECK_NOTHROW(parse_url("mysql://u:p@h/db?socket=/run/my@sock"));
+    CHECK_NOTHROW(parse_url("mysql://h/db?socket=/run/my%40sock"));
+    CHECK(sqlock::detail::parse_mysql_url("mysql://h/db?socket=/run/my%40sock").socket == "/run/my@sock");
+    CHECK_THROWS_AS(parse_url("mysql://h/db?socket=/run/my@sock"), sqlock::config_error);
     // A malformed scheme-less string shows nothing of itself.
     try {
         parse_url("u:Hy7Pw@h/db");

@@ -39,8 +39,9 @@ bool all_digits(std::string_view s) {
 // parser would take part of the password for a host, port, database or
 // parameter — and then quote it in an error. A password must be
 // percent-encoded; where it evidently is not, say how to fix it without
-// showing it. `rest` is the URL after "scheme://".
-void check_server_url(std::string_view url, std::string_view rest) {
+// showing it. `rest` is the URL after "scheme://"; `mysql` for sqlock's own
+// mysql:// parser, which takes only a socket parameter.
+void check_server_url(std::string_view url, std::string_view rest, bool mysql) {
     // No database URL has a fragment: a '#' is an unencoded password character.
     if (url.find('#') != std::string_view::npos)
         malformed(url, "'#' is not allowed; if the user name or password contains '#', write it as %23");
@@ -59,21 +60,27 @@ void check_server_url(std::string_view url, std::string_view rest) {
             malformed(url, "more than one '@' before the host; write '@' in a user name or password as %40");
         // A password holding '@' and then '/' (u:ab@cd/x@h/db) leaves its
         // tail and the real host in the database name, where libpq would
-        // quote it: an '@' in the first path segment is that, not a name.
+        // quote it: an '@' in the path is that, not a name.
         if (auth_end != std::string_view::npos && rest[auth_end] == '/' &&
-            rest.find('@', auth_end) < rest.find_first_of("/?", auth_end + 1))
+            rest.find('@', auth_end) < rest.find('?', auth_end))
             malformed(url, "an '@' in the database name; if the password contains '@' or '/', write them as %40 and "
                            "%2F (an '@' in a database name as %40)");
         return;
     }
     if (auth_end == std::string_view::npos) return;
     // No userinfo in the authority, but an '@' further on: either legitimately
-    // in the path or query (postgresql://db/app?user=me@corp), or a password
+    // in a libpq query (postgresql://db/app?user=me@corp), or a password
     // holding '/' or '?' cut the authority short (postgresql://u:pa/ss@h/db),
-    // which shows as a "port" that is not a number, or as an '@' in the first
-    // path segment.
+    // which shows as a "port" that is not a number, or as an '@' in the path
+    // (an '@' in a database name is written %40).
     const auto later_at = rest.find('@', auth_end);
     if (later_at == std::string_view::npos) return;
+    // The mysql parser's only parameter is a socket path: an '@' in the query
+    // is no user=me@corp but a password holding '?' (mysql://u:1?a=b@h/db
+    // read as host "u", port 1 and a parameter "a" that its error named).
+    if (mysql)
+        malformed(url, "an '@' after the host: if the user name or password contains '/' or '?', write them as %2F "
+                       "and %3F (and '@' as %40); an '@' in the database name or socket path as %40");
     // A libpq multi-host authority (h1:5432,h2:5433) has a port per host.
     bool bad_port = false;
     for (std::size_t begin = 0; begin <= auth.size();) {
@@ -85,11 +92,10 @@ void check_server_url(std::string_view url, std::string_view rest) {
             bad_port = true;
         begin = end + 1;
     }
-    const auto segment_end = rest.find_first_of("/?", auth_end + 1);
-    const bool at_in_first_segment = rest[auth_end] == '/' && later_at < segment_end;
+    const bool at_in_path = rest[auth_end] == '/' && later_at < rest.find('?', auth_end);
     // In a query an '@' may follow a '=' (user=me@corp), never precede the first one.
     const bool at_before_first_value = rest[auth_end] == '?' && later_at < rest.find('=', auth_end);
-    if (bad_port || at_in_first_segment || at_before_first_value)
+    if (bad_port || at_in_path || at_before_first_value)
         malformed(url, "the user name or password seems to contain '/' or '?'; write them as %2F and %3F "
                        "(and '@' as %40)");
 }
@@ -170,7 +176,7 @@ url_parts parse_url(std::string_view url) {
     auto server = [&](const char* name, const char* example) {
         if (!starts_with(rest, "//"))
             throw config_error("a " + std::string(scheme) + " URL must start with " + example);
-        check_server_url(url, rest.substr(2));
+        check_server_url(url, rest.substr(2), std::string_view(name) == "mysql");
         return url_parts{name, std::string(url), secrets_of(url, rest.substr(2))};
     };
     if (scheme == "postgresql" || scheme == "postgres") return server("postgres", "postgresql://");
