@@ -191,11 +191,10 @@ url_parts parse_url(std::string_view url) {
 }
 
 std::string redact_url(std::string_view url) {
-    // Mask from the first ':' after "scheme://" to the last '@': the password
-    // of scheme://user:password@host, wherever a malformed URL ends it (an
-    // unencoded '/', '?', '#' or '@' in the password). A URL with an '@' only
-    // in its query (user=me@corp) and a port loses more than its password,
-    // which is the safe way to be wrong. And every password parameter's value.
+    // Masks the password of the userinfo and every password parameter's
+    // value, and nothing else: the redacted URL names the database in
+    // messages and in dialect::tables() (which keys the process's wake-up
+    // queues), so the host, port, database and other parameters must stay.
     // The ranges are all found in the URL as given, then masked together: an
     // '@' in a parameter's value (password=p@ss) is not taken for the end of
     // a userinfo once that value is masked, nor the reverse.
@@ -203,10 +202,37 @@ std::string redact_url(std::string_view url) {
     const auto scheme_end = url.find("://");
     if (scheme_end != std::string_view::npos) {
         const auto auth_start = scheme_end + 3;
-        const auto at = url.rfind('@');
-        const auto colon = url.find(':', auth_start);
-        if (at != std::string_view::npos && at > auth_start && colon != std::string_view::npos && colon < at)
-            ranges.emplace_back(colon + 1, at);
+        const std::string_view scheme = url.substr(0, scheme_end);
+        const bool server = scheme == "postgresql" || scheme == "postgres" || scheme == "mysql" || scheme == "mariadb";
+        bool well_formed = server || scheme == "sqlite";
+        if (server) {
+            try {
+                check_server_url(url, url.substr(auth_start), scheme == "mysql" || scheme == "mariadb");
+            } catch (const config_error&) {
+                well_formed = false;
+            }
+        }
+        if (well_formed) {
+            // The userinfo as libpq reads it (secrets_of): up to the first
+            // '@' before any '/', even past a '?' (postgresql://h?x=u:pw@y has
+            // the password "pw"); for a URL check_server_url accepts, also
+            // the mysql parser's. Its password follows its first ':'.
+            const auto at = url.find_first_of("@/", auth_start);
+            if (at != std::string_view::npos && url[at] == '@') {
+                const auto colon = url.find(':', auth_start);
+                if (colon < at) ranges.emplace_back(colon + 1, at);
+            }
+        } else {
+            // A URL parse_url refuses (an unencoded '/', '?', '#' or '@' in
+            // the password) or of no known scheme: from the first ':' after
+            // "scheme://" to the last '@', wherever the password ends. A URL
+            // with an '@' only in its query loses more than its password,
+            // which is the safe way to be wrong.
+            const auto at = url.rfind('@');
+            const auto colon = url.find(':', auth_start);
+            if (at != std::string_view::npos && at > auth_start && colon != std::string_view::npos && colon < at)
+                ranges.emplace_back(colon + 1, at);
+        }
     }
     std::sort(ranges.begin(), ranges.end());
     std::string out;
