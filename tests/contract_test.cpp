@@ -13,7 +13,9 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 using namespace std::chrono_literals;
@@ -618,6 +620,25 @@ TEST_CASE_TEMPLATE("an unreachable database gives connection_error without the p
 TEST_CASE_TEMPLATE("an unopenable SQLite file gives connection_error", Db, test::sqlite_db) {
     CHECK_THROWS_AS(sqlock::client::open("sqlite:/nonexistent-dir-" + test::random_hex(6) + "/locks.db"),
                     sqlock::connection_error);
+}
+
+TEST_CASE_TEMPLATE("an unopenable sqlite:// URL with a would-be password does not show it", Db, test::sqlite_db) {
+    // A server URL given the sqlite scheme names the file
+    // "user:password@host/locks.db", whose directory is not there.
+    const std::string host = "nohost-" + test::random_hex(6);
+    for (const auto& [url, secrets] : std::vector<std::pair<std::string, std::vector<std::string>>>{
+             {"sqlite://sqlock:Sx9-secret@" + host + "/locks.db", {"Sx9-secret"}},
+             {"sqlite://sqlock:Sx9%21secret@" + host + "/locks.db", {"Sx9%21secret", "Sx9!secret"}}}) {
+        CAPTURE(url);
+        try {
+            (void)sqlock::client::open(url);
+            FAIL("expected connection_error");
+        } catch (const sqlock::connection_error& e) {
+            const std::string msg = e.what();
+            for (const auto& secret : secrets) CHECK_MESSAGE(msg.find(secret) == std::string::npos, msg);
+            CHECK_MESSAGE(msg.find(host) != std::string::npos, msg);  // the rest of the file name shows
+        }
+    }
 }
 
 TEST_CASE_TEMPLATE("a client of a relative SQLite path keeps to its file after the process changes directory", Db,

@@ -143,7 +143,9 @@ std::vector<range> password_values(std::string_view url) {
 // as libpq reads it, ending at the first '@' before any '/' even past a '?'
 // (postgresql://h?x=u:pw@y has the password "pw"); for the URLs
 // check_server_url lets through, that is also what the mysql parser reads.
-std::vector<std::string> secrets_of(std::string_view url, std::string_view rest) {
+// With `parameters` false, the userinfo's password only (an sqlite://
+// URL's: its path may hold "password=" as a file name).
+std::vector<std::string> secrets_of(std::string_view url, std::string_view rest, bool parameters = true) {
     std::vector<std::string> out;
     auto add = [&](std::string_view raw) {
         if (raw.empty() || std::find(out.begin(), out.end(), raw) != out.end()) return;
@@ -159,7 +161,8 @@ std::vector<std::string> secrets_of(std::string_view url, std::string_view rest)
         const std::string_view userinfo = auth.substr(0, at);
         if (const auto colon = userinfo.find(':'); colon != std::string_view::npos) add(userinfo.substr(colon + 1));
     }
-    for (const auto& [begin, end] : password_values(url)) add(url.substr(begin, end - begin));
+    if (parameters)
+        for (const auto& [begin, end] : password_values(url)) add(url.substr(begin, end - begin));
     return out;
 }
 
@@ -181,7 +184,12 @@ url_parts parse_url(std::string_view url) {
     };
     if (scheme == "postgresql" || scheme == "postgres") return server("postgres", "postgresql://");
     if (scheme == "mysql" || scheme == "mariadb") return server("mysql", "mysql://");
-    if (scheme == "sqlite") return url_parts{"sqlite", std::string(url), {}};
+    // An SQLite URL holds no password; but sqlite://user:pw@host/db, a
+    // server URL given the wrong scheme, names the file "user:pw@host/db"
+    // and messages quote it: its would-be password is scrubbed from them.
+    if (scheme == "sqlite")
+        return url_parts{"sqlite", std::string(url),
+                         starts_with(rest, "//") ? secrets_of(url, rest.substr(2), false) : std::vector<std::string>{}};
     // The scheme is what comes before the first ':', which in a URL without
     // one may be a user name: show it only when it looks like a scheme.
     const bool shown = !scheme.empty() && scheme.size() <= 20 &&
