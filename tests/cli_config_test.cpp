@@ -19,8 +19,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace std::chrono_literals;
@@ -200,6 +202,47 @@ void no_output_shows_a_password(const test::backend_base& db) {
 }
 
 CLI_TEST("no output shows a password, whatever the URL looks like", no_output_shows_a_password)
+
+TEST_CASE("an empty --url or SQLOCK_URL is exit 64, not the SQLite file ./sqlock.db") {
+    // A script's `--url "$DB_URL"` with DB_URL unset, or `SQLOCK_URL=$DB_URL`:
+    // falling back to the default would lock a file of each host's own.
+    test::temp_dir dir;
+    const std::string other = "sqlite:" + (dir.path / "other.db").string();
+    // sqlock in DIR (whose ./sqlock.db is the default), with SQLOCK_URL as
+    // given; PROGRAM creates DIR/ran.
+    auto sqlock_in_dir = [&](const std::string& env_url, std::vector<std::string> args) {
+        std::vector<std::string> argv{"sh", "-c", "cd \"$1\" && shift && exec \"$0\" \"$@\" 2>err", SQLOCK_CLI,
+                                      dir.path.string()};
+        argv.insert(argv.end(), args.begin(), args.end());
+        const int status = test::child(argv, {"SQLOCK_URL=" + env_url}).wait();
+        return std::pair(status, test::slurp(dir.path / "err"));
+    };
+    const std::vector<std::pair<std::string, std::vector<std::string>>> cases{
+        {other, {"--url", "", "run", "k", "--", "touch", "ran"}},
+        {other, {"--url=", "run", "k", "--", "touch", "ran"}},
+        {other, {"run", "k", "--url", "", "--", "touch", "ran"}},
+        {other, {"run", "--url=", "sqlite:x.db", "k", "--", "touch", "ran"}},  // CLI11 would take the next argument
+        {"", {"run", "k", "--", "touch", "ran"}},
+        {"", {"status"}},
+    };
+    for (const auto& [env_url, args] : cases) {
+        std::string shown = "SQLOCK_URL=" + env_url;
+        for (const auto& a : args) shown += " [" + a + "]";
+        CAPTURE(shown);
+        const auto [status, err] = sqlock_in_dir(env_url, args);
+        CHECK(status == 64);
+        CHECK(err.find(env_url.empty() ? "SQLOCK_URL is set but empty" : "--url is empty") != std::string::npos);
+        CHECK(std::count(err.begin(), err.end(), '\n') == 1);
+        CHECK_FALSE(std::filesystem::exists(dir.path / "ran"));
+        CHECK_FALSE(std::filesystem::exists(dir.path / "sqlock.db"));
+        CHECK_FALSE(std::filesystem::exists(dir.path / "other.db"));
+        CHECK_FALSE(std::filesystem::exists(dir.path / "x.db"));
+    }
+    // A URL given either way still works.
+    CHECK(sqlock_in_dir(other, {"run", "k", "--", "touch", "ran"}).first == 0);
+    CHECK(std::filesystem::exists(dir.path / "ran"));
+    CHECK_FALSE(std::filesystem::exists(dir.path / "sqlock.db"));
+}
 
 }  // TEST_SUITE("cli")
 

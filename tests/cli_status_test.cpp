@@ -204,6 +204,38 @@ void status_filters_in_the_database(const test::backend_base& db) {
 
 CLI_TEST("status filters by prefix in the database and bounds every section", status_filters_in_the_database)
 
+void status_long_key_prefix(const test::backend_base& db) {
+    // A key prefix may be as long as a key (255 bytes), a job name at most
+    // 100: the prefix still lists its locks, and no job runs.
+    cli sqlock(db);
+    auto c = db.open();
+    const std::string key(255, 'k');
+    auto held = c.try_acquire(key);
+    REQUIRE(held);
+    sqlock::job_runner runner(c);
+    const std::string job(100, 'k');  // a job named with the prefix's first 100 bytes
+    CHECK(runner.run(job, "r1", [](const sqlock::job_context&) {}).status == sqlock::job_status::ran);
+    for (std::size_t length : {std::size_t(101), std::size_t(255)}) {
+        CAPTURE(length);
+        auto r = sqlock({"status", "--json", key.substr(0, length)});
+        REQUIRE(r.status == 0);
+        CHECK(r.err.empty());
+        const auto j = nlohmann::json::parse(r.out);
+        REQUIRE(j["locks"].size() == 1);
+        CHECK(j["locks"][0]["key"] == key);
+        CHECK(j["runs"].empty());
+        r = sqlock({"status", key.substr(0, length)});
+        CHECK(r.status == 0);
+        CHECK(r.out.find(key) != std::string::npos);
+    }
+    // The job's own name still lists its run.
+    const auto r = sqlock({"status", "--json", job});
+    REQUIRE(r.status == 0);
+    CHECK(nlohmann::json::parse(r.out)["runs"].size() == 1);
+}
+
+CLI_TEST("status takes a key prefix longer than a job name may be, and lists its locks", status_long_key_prefix)
+
 void status_metrics_count_the_database(const test::backend_base& db) {
     cli sqlock(db);
     auto c = db.open_quiet();  // no sweeps: the expired row below must stay

@@ -15,7 +15,9 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 using namespace std::chrono_literals;
@@ -678,6 +680,25 @@ TEST_CASE_TEMPLATE("an unopenable SQLite file gives connection_error", Db, test:
                     sqlock::connection_error);
 }
 
+TEST_CASE_TEMPLATE("an unopenable sqlite:// URL with a would-be password does not show it", Db, test::sqlite_db) {
+    // A server URL given the sqlite scheme names the file
+    // "user:password@host/locks.db", whose directory is not there.
+    const std::string host = "nohost-" + test::random_hex(6);
+    for (const auto& [url, secrets] : std::vector<std::pair<std::string, std::vector<std::string>>>{
+             {"sqlite://sqlock:Sx9-secret@" + host + "/locks.db", {"Sx9-secret"}},
+             {"sqlite://sqlock:Sx9%21secret@" + host + "/locks.db", {"Sx9%21secret", "Sx9!secret"}}}) {
+        CAPTURE(url);
+        try {
+            (void)sqlock::client::open(url);
+            FAIL("expected connection_error");
+        } catch (const sqlock::connection_error& e) {
+            const std::string msg = e.what();
+            for (const auto& secret : secrets) CHECK_MESSAGE(msg.find(secret) == std::string::npos, msg);
+            CHECK_MESSAGE(msg.find(host) != std::string::npos, msg);  // the rest of the file name shows
+        }
+    }
+}
+
 TEST_CASE_TEMPLATE("a client of a relative SQLite path keeps to its file after the process changes directory", Db,
                    test::sqlite_db) {
     // The pool opens connections when it needs them (the watchdog's first,
@@ -725,6 +746,10 @@ TEST_CASE_TEMPLATE("password and unix-socket URL forms connect", Db, SERVER_BACK
         const auto dir = test::env_or_throw("SQLOCK_TEST_POSTGRES_SOCKET_DIR");
         urls.push_back("postgresql://postgres@/sqlock_test?host=" + dir + "&port=" + port);
         urls.push_back("postgres://sqlock:s3cr3t-pw@127.0.0.1:" + port + "/sqlock_test");
+        // A '?' or '&' that ends the URL: sqlock's parameters follow it
+        // without a separator of their own (libpq refuses "?&").
+        urls.push_back(db.url() + "?");
+        urls.push_back(db.url() + "?application_name=sqlock-test&");
     } else {
         const auto sock = test::env_or_throw("SQLOCK_TEST_MYSQL_SOCKET");
         const auto port = db.url().substr(db.url().rfind(':') + 1, db.url().rfind('/') - db.url().rfind(':') - 1);

@@ -208,6 +208,22 @@ TEST_CASE_TEMPLATE("a fence outside a transaction or with another database's lea
     sqlite3_close(handle);
 }
 
+TEST_CASE_TEMPLATE("a semaphore permit is refused by every fence helper with config_error", Db, ALL_BACKENDS) {
+    Db db;
+    auto c = db.open();
+    auto permit = c.try_acquire_permit("sem/fence", 2);
+    REQUIRE(permit);
+    auto app = db.raw();
+    app->begin();
+    try {
+        app->fence(*permit);
+        FAIL("expected config_error");
+    } catch (const sqlock::config_error& e) {
+        CHECK_MESSAGE(std::string(e.what()).find("permit") != std::string::npos, e.what());
+    }
+    app->rollback();
+}
+
 TEST_CASE_TEMPLATE("a fence outside a transaction or with another database's lease is refused", Db,
                    test::postgres_db) {
     Db db;

@@ -123,6 +123,13 @@ TEST_CASE("a URL whose password would be misread is refused without showing it")
         {"mariadb://u:50%off@h/db", {"50%off", "off"}},
         {"postgresql://u:123?456@h/db", {"456"}},
         {"mysql://u:123/456@h/db", {"456"}},
+        // A password holding '?' after digits (read as a port) and an '@':
+        // the mysql parser took "Xy7" for a parameter and named it.
+        {"mysql://u:1?Xy7=Qz8@h/db", {"Xy7", "Qz8"}},
+        {"mariadb://u:1?socket=Qz8@h/db", {"Qz8"}},
+        // Or '/' twice: the tail went to the database name, past its first segment.
+        {"mysql://u:1/Xy7/Qz8@h/db", {"Xy7", "Qz8"}},
+        {"postgresql://u:Rt5@Lm3/Xy7/Qz8@h/db", {"Rt5", "Lm3", "Xy7", "Qz8"}},
     };
     for (const auto& [url, secrets] : cases) {
         CAPTURE(url);
@@ -147,6 +154,11 @@ TEST_CASE("a URL whose password would be misread is refused without showing it")
     // An '@' in the query, not in a password, is legal (user=name@server).
     CHECK_NOTHROW(parse_url("postgresql://db:5432/app?user=me@corp"));
     CHECK_NOTHROW(parse_url("postgresql:///app?host=/run/postgresql&user=me@corp"));
+    // The mysql URL's only parameter, socket, takes an '@' encoded.
+    CHECK_NOTHROW(parse_url("mysql://u:p@h/db?socket=/run/my@sock"));
+    CHECK_NOTHROW(parse_url("mysql://h/db?socket=/run/my%40sock"));
+    CHECK(sqlock::detail::parse_mysql_url("mysql://h/db?socket=/run/my%40sock").socket == "/run/my@sock");
+    CHECK_THROWS_AS(parse_url("mysql://h/db?socket=/run/my@sock"), sqlock::config_error);
     // A malformed scheme-less string shows nothing of itself.
     try {
         parse_url("u:Hy7Pw@h/db");
@@ -165,7 +177,7 @@ TEST_CASE("passwords the URL fuzzer found leaking are hidden") {
     // Each was shown by redact_url or missing from the secrets scrub() hides
     // (tests/fuzz/url_fuzz.cpp found them; libpq reads each as a password).
     CHECK(redact_url("postgresql://db:5432/app?password=p@ss").find("p@ss") == std::string::npos);
-    CHECK(redact_url("postgresql://db:5432/app?password=p@ss").find("ss") == std::string::npos);
+    CHECK(redact_url("postgresql://db:5432/app?password=p@ss") == "postgresql://db:5432/app?password=***");
     const auto encoded_name = parse_url("postgresql://db/app?pass%77ord=hunter2");
     CHECK(redact_url("postgresql://db/app?pass%77ord=hunter2").find("hunter2") == std::string::npos);
     CHECK(sqlock::detail::scrub("libpq: hunter2", encoded_name.secrets).find("hunter2") == std::string::npos);
@@ -184,6 +196,19 @@ TEST_CASE("passwords the URL fuzzer found leaking are hidden") {
     }
     CHECK_NOTHROW(parse_url("postgresql://u:Qz7%40Kw9%2Fx@h/db"));
     CHECK_NOTHROW(parse_url("postgresql://u:pw@h/db?user=me@corp"));
+}
+
+TEST_CASE("a redacted URL keeps all but its passwords: host, port, database and parameters") {
+    CHECK(redact_url("postgresql://db:5432/app?user=me@corp") == "postgresql://db:5432/app?user=me@corp");
+    CHECK(redact_url("postgresql://app:pw@db:5432/app?user=me@corp&password=x") ==
+          "postgresql://app:***@db:5432/app?user=me@corp&password=***");
+    CHECK(redact_url("mysql://app:pw@db:3306/app?socket=/run/my@sock") ==
+          "mysql://app:***@db:3306/app?socket=/run/my@sock");
+    CHECK(redact_url("postgresql://app@/app?host=/run/pg&user=me@corp") == "postgresql://app@/app?host=/run/pg&user=me@corp");
+    // libpq ends the userinfo at the first '@' before any '/', even past a
+    // '?': this URL's password is "Pw8", and it is masked.
+    REQUIRE_NOTHROW(parse_url("postgresql://h?x=u:Pw8@y"));
+    CHECK(redact_url("postgresql://h?x=u:Pw8@y") == "postgresql://h?x=u:***@y");
 }
 
 TEST_CASE("error messages never show a password") {
@@ -457,6 +482,16 @@ TEST_CASE("a dialect names its tables by backend, prefix and place, never by a p
     CHECK(my.find("s3cret") == std::string::npos);
     CHECK(pg.find("db.example") != std::string::npos);
     CHECK(pg != tables_of("postgresql://app:s3cret@db.example:5432/other", "sqlock_"));
+    // An '@' in the query is no userinfo: the database, host and port stay
+    // in the name, where masking them made two databases one.
+    CHECK(tables_of("postgresql://db:5432/app?user=me@corp", "sqlock_") !=
+          tables_of("postgresql://db:5432/other?user=me@corp", "sqlock_"));
+    CHECK(tables_of("postgresql://db:5432/app?user=me@corp", "sqlock_") !=
+          tables_of("postgresql://db:5433/app?user=me@corp", "sqlock_"));
+    CHECK(tables_of("postgresql://app:s3cret@db:5432/app?user=me@corp", "sqlock_") !=
+          tables_of("postgresql://app:s3cret@db:5432/other?user=me@corp", "sqlock_"));
+    CHECK(tables_of("postgresql://app:s3cret@db:5432/app?user=me@corp", "sqlock_").find("s3cret") ==
+          std::string::npos);
     fs::remove_all(dir);
 }
 

@@ -135,7 +135,8 @@ public:
     // Ledger rows, newest first: of one job, or of every job when job is empty.
     std::vector<job_record> records(std::string_view job = {}, std::size_t limit = 100);
     // Ledger rows, newest first, of every job whose name starts with job_prefix
-    // (filtered by the database, so the limit counts matching rows only).
+    // (filtered by the database, so the limit counts matching rows only); none
+    // for a prefix longer than a job name may be (100 bytes).
     std::vector<job_record> records_with_prefix(std::string_view job_prefix, std::size_t limit = 100);
 
     // The lock key that guards a run: "job:<job>:<run key>".

@@ -16,7 +16,8 @@ namespace sqlock::sqlite {
 // Begin the transaction with BEGIN IMMEDIATE (a deferred transaction that has
 // already read may fail here with SQLITE_BUSY).
 // Throws lease_lost_error when the lease is not held (roll back then),
-// config_error when no transaction is open or the lease is not a SQLite one,
+// config_error when no transaction is open, the lease is not a SQLite one or
+// it is a semaphore permit (which fences nothing, as lease::fence_sql says),
 // db_error when SQLite fails. Not thread-safe for one db handle, like SQLite.
 void fence(::sqlite3* db, const lease& held);
 

@@ -22,13 +22,23 @@ namespace {
 
 constexpr std::string_view default_url = "sqlite:sqlock.db";
 
+}  // namespace
+
 std::string resolve_url(const settings& s) {
-    if (!s.url.empty()) return s.url;
-    if (const char* env = std::getenv("SQLOCK_URL"); env && *env) return env;
+    // An empty URL is a variable that was meant to hold one (--url "$DB_URL"
+    // with DB_URL unset): falling back would lock a file of each host's own
+    // instead of the fleet's database. Only an absent --url and an unset
+    // SQLOCK_URL mean the default.
+    if (s.url_given) {
+        if (s.url.empty()) usage(empty_url_message);
+        return s.url;
+    }
+    if (const char* env = std::getenv("SQLOCK_URL")) {
+        if (!*env) usage("SQLOCK_URL is set but empty: give it the database URL, or unset it to use ./sqlock.db");
+        return env;
+    }
     return std::string(default_url);
 }
-
-}  // namespace
 
 std::chrono::milliseconds duration_option(const std::string& name, const std::string& text) {
     try {

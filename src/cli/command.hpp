@@ -34,6 +34,7 @@ std::chrono::milliseconds duration_option(const std::string& name, const std::st
 
 struct settings {
     std::string url, table_prefix;
+    bool url_given = false;  // --url was given, perhaps empty (a usage error)
     std::string durability;  // as given to --durability; checked into `commits` before connecting
     sqlock::durability commits = sqlock::durability::strict;
     bool verbose = false;
@@ -55,6 +56,13 @@ struct settings {
     std::string interval = "2s";
     int refreshes = 0;  // --count: 0 until interrupted
 };
+
+inline constexpr const char* empty_url_message =
+    "--url is empty: give the database URL, or leave --url out to use $SQLOCK_URL";
+
+// --url, else $SQLOCK_URL, else the SQLite file ./sqlock.db; an empty --url
+// or SQLOCK_URL is a usage error.
+std::string resolve_url(const settings& s);
 
 // --durability, else $SQLOCK_DURABILITY, else strict.
 sqlock::durability resolve_durability(const settings& s);

@@ -28,7 +28,7 @@ namespace sqlock::cli {
 namespace {
 
 constexpr const char* footer = R"(The database: --url, else $SQLOCK_URL, else the SQLite file ./sqlock.db
-(created on first use). URLs: postgresql://user:pass@host:port/db,
+(created on first use); an empty --url or SQLOCK_URL is an error. URLs: postgresql://user:pass@host:port/db,
 mysql://user:pass@host:port/db, sqlite:path/to/file.db (docs/urls.md).
 Durations: 250ms, 30s, 5m, 1h, 1h30m, 2d.
 
@@ -71,6 +71,18 @@ void hide_url_passwords(int argc, char** argv) {
     }
 }
 
+// CLI11 reads "--url=" as "--url" and takes the next argument for the URL:
+// `sqlock --url="$DB_URL" run k -- true` with DB_URL empty would take "run",
+// and `sqlock run --url="$DB_URL" sqlite:x.db k -- true` would run. Refused
+// before parsing, as an empty --url is after it.
+void refuse_empty_url(int argc, char** argv) {
+    for (int i = 1; i < argc; ++i) {
+        const std::string_view a(argv[i]);
+        if (a == "--") return;  // PROGRAM's arguments are PROGRAM's
+        if (a == "--url=") usage(empty_url_message);
+    }
+}
+
 // check_only: stop after the checks each command makes before it connects
 // (check_arguments()).
 int dispatch(int argc, char** argv, bool check_only = false) {
@@ -80,7 +92,8 @@ int dispatch(int argc, char** argv, bool check_only = false) {
     app.footer(footer);
     app.require_subcommand(1);
     app.set_version_flag("--version", "sqlock 0.1");
-    app.add_option("--url", s.url, "Database URL (default: $SQLOCK_URL, else sqlite:sqlock.db)");
+    app.add_option("--url", s.url, "Database URL (default: $SQLOCK_URL, else sqlite:sqlock.db)")
+        ->each([&](const std::string&) { s.url_given = true; });
     app.add_option("--table-prefix", s.table_prefix,
                    "Prefix of sqlock's tables (default: $SQLOCK_TABLE_PREFIX, else sqlock_)");
     app.add_option("--durability", s.durability,
@@ -151,6 +164,7 @@ after --kill-after, and sqlock exits 70; if sqlock is killed, SIGKILL at once.)"
     runs->add_flag("--json", s.json, "JSON instead of a table");
     runs->add_option("--limit", s.limit, "Rows to show (default 20)");
 
+    refuse_empty_url(argc, argv);
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp&) {
@@ -177,6 +191,7 @@ after --kill-after, and sqlock exits 70; if sqlock is killed, SIGKILL at once.)"
     if (count->count() > 0 && s.refreshes < 1) usage("--count must be at least 1");
     if (s.watch) watch_interval(s);
     s.commits = resolve_durability(s);
+    resolve_url(s);  // refuses an empty URL before PROGRAM or the database
     if (check_only) {
         if (run->parsed()) plan_run(s);
         return 0;

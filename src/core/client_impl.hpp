@@ -44,6 +44,9 @@ class watchdog;
 struct lease_access {
     static client_impl& client(const lease& l);
     static const grant& of(const lease& l);
+    // of(l), for fencing a write: config_error for a semaphore permit, which
+    // fences nothing (a key has several at once).
+    static const grant& fenceable(const lease& l);
 };
 
 // The client's counters (client_stats).

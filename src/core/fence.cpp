@@ -16,12 +16,20 @@ const grant& lease_access::of(const lease& l) {
     return *l.grant_;
 }
 
+const grant& lease_access::fenceable(const lease& l) {
+    const auto& g = of(l);
+    if (g.kind == 'P')
+        throw config_error("a semaphore permit has no SQL fence: check lost() or the stop token, or guard the "
+                           "resource with a lock");
+    return g;
+}
+
 }  // namespace detail
 
 namespace sqlite {
 
 void fence(::sqlite3* db, const lease& held) {
-    const auto& g = detail::lease_access::of(held);
+    const auto& g = detail::lease_access::fenceable(held);
     g.client->dialect().fence_native(db, g.key, g.token);
 }
 

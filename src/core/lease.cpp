@@ -102,13 +102,7 @@ bool lease::renew() {
 
 std::string_view lease::dialect() const { return grant_ ? grant_->client->dialect().name() : std::string_view(); }
 
-std::string lease::fence_sql() const {
-    if (!grant_) throw lease_lost_error("this lease was moved from: it holds nothing to fence with");
-    if (grant_->kind == 'P')
-        throw config_error("a semaphore permit has no SQL fence: check lost() or the stop token, or guard the "
-                           "resource with a lock");
-    return grant_->client->dialect().fence_sql();
-}
+std::string lease::fence_sql() const { return detail::lease_access::fenceable(*this).client->dialect().fence_sql(); }
 
 void lease::release() {
     if (released_ || !grant_) return;

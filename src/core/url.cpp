@@ -39,8 +39,9 @@ bool all_digits(std::string_view s) {
 // parser would take part of the password for a host, port, database or
 // parameter — and then quote it in an error. A password must be
 // percent-encoded; where it evidently is not, say how to fix it without
-// showing it. `rest` is the URL after "scheme://".
-void check_server_url(std::string_view url, std::string_view rest) {
+// showing it. `rest` is the URL after "scheme://"; `mysql` for sqlock's own
+// mysql:// parser, which takes only a socket parameter.
+void check_server_url(std::string_view url, std::string_view rest, bool mysql) {
     // No database URL has a fragment: a '#' is an unencoded password character.
     if (url.find('#') != std::string_view::npos)
         malformed(url, "'#' is not allowed; if the user name or password contains '#', write it as %23");
@@ -59,21 +60,27 @@ void check_server_url(std::string_view url, std::string_view rest) {
             malformed(url, "more than one '@' before the host; write '@' in a user name or password as %40");
         // A password holding '@' and then '/' (u:ab@cd/x@h/db) leaves its
         // tail and the real host in the database name, where libpq would
-        // quote it: an '@' in the first path segment is that, not a name.
+        // quote it: an '@' in the path is that, not a name.
         if (auth_end != std::string_view::npos && rest[auth_end] == '/' &&
-            rest.find('@', auth_end) < rest.find_first_of("/?", auth_end + 1))
+            rest.find('@', auth_end) < rest.find('?', auth_end))
             malformed(url, "an '@' in the database name; if the password contains '@' or '/', write them as %40 and "
                            "%2F (an '@' in a database name as %40)");
         return;
     }
     if (auth_end == std::string_view::npos) return;
     // No userinfo in the authority, but an '@' further on: either legitimately
-    // in the path or query (postgresql://db/app?user=me@corp), or a password
+    // in a libpq query (postgresql://db/app?user=me@corp), or a password
     // holding '/' or '?' cut the authority short (postgresql://u:pa/ss@h/db),
-    // which shows as a "port" that is not a number, or as an '@' in the first
-    // path segment.
+    // which shows as a "port" that is not a number, or as an '@' in the path
+    // (an '@' in a database name is written %40).
     const auto later_at = rest.find('@', auth_end);
     if (later_at == std::string_view::npos) return;
+    // The mysql parser's only parameter is a socket path: an '@' in the query
+    // is no user=me@corp but a password holding '?' (mysql://u:1?a=b@h/db
+    // read as host "u", port 1 and a parameter "a" that its error named).
+    if (mysql)
+        malformed(url, "an '@' after the host: if the user name or password contains '/' or '?', write them as %2F "
+                       "and %3F (and '@' as %40); an '@' in the database name or socket path as %40");
     // A libpq multi-host authority (h1:5432,h2:5433) has a port per host.
     bool bad_port = false;
     for (std::size_t begin = 0; begin <= auth.size();) {
@@ -85,11 +92,10 @@ void check_server_url(std::string_view url, std::string_view rest) {
             bad_port = true;
         begin = end + 1;
     }
-    const auto segment_end = rest.find_first_of("/?", auth_end + 1);
-    const bool at_in_first_segment = rest[auth_end] == '/' && later_at < segment_end;
+    const bool at_in_path = rest[auth_end] == '/' && later_at < rest.find('?', auth_end);
     // In a query an '@' may follow a '=' (user=me@corp), never precede the first one.
     const bool at_before_first_value = rest[auth_end] == '?' && later_at < rest.find('=', auth_end);
-    if (bad_port || at_in_first_segment || at_before_first_value)
+    if (bad_port || at_in_path || at_before_first_value)
         malformed(url, "the user name or password seems to contain '/' or '?'; write them as %2F and %3F "
                        "(and '@' as %40)");
 }
@@ -137,7 +143,9 @@ std::vector<range> password_values(std::string_view url) {
 // as libpq reads it, ending at the first '@' before any '/' even past a '?'
 // (postgresql://h?x=u:pw@y has the password "pw"); for the URLs
 // check_server_url lets through, that is also what the mysql parser reads.
-std::vector<std::string> secrets_of(std::string_view url, std::string_view rest) {
+// With `parameters` false, the userinfo's password only (an sqlite://
+// URL's: its path may hold "password=" as a file name).
+std::vector<std::string> secrets_of(std::string_view url, std::string_view rest, bool parameters = true) {
     std::vector<std::string> out;
     auto add = [&](std::string_view raw) {
         if (raw.empty() || std::find(out.begin(), out.end(), raw) != out.end()) return;
@@ -153,7 +161,8 @@ std::vector<std::string> secrets_of(std::string_view url, std::string_view rest)
         const std::string_view userinfo = auth.substr(0, at);
         if (const auto colon = userinfo.find(':'); colon != std::string_view::npos) add(userinfo.substr(colon + 1));
     }
-    for (const auto& [begin, end] : password_values(url)) add(url.substr(begin, end - begin));
+    if (parameters)
+        for (const auto& [begin, end] : password_values(url)) add(url.substr(begin, end - begin));
     return out;
 }
 
@@ -170,12 +179,17 @@ url_parts parse_url(std::string_view url) {
     auto server = [&](const char* name, const char* example) {
         if (!starts_with(rest, "//"))
             throw config_error("a " + std::string(scheme) + " URL must start with " + example);
-        check_server_url(url, rest.substr(2));
+        check_server_url(url, rest.substr(2), std::string_view(name) == "mysql");
         return url_parts{name, std::string(url), secrets_of(url, rest.substr(2))};
     };
     if (scheme == "postgresql" || scheme == "postgres") return server("postgres", "postgresql://");
     if (scheme == "mysql" || scheme == "mariadb") return server("mysql", "mysql://");
-    if (scheme == "sqlite") return url_parts{"sqlite", std::string(url), {}};
+    // An SQLite URL holds no password; but sqlite://user:pw@host/db, a
+    // server URL given the wrong scheme, names the file "user:pw@host/db"
+    // and messages quote it: its would-be password is scrubbed from them.
+    if (scheme == "sqlite")
+        return url_parts{"sqlite", std::string(url),
+                         starts_with(rest, "//") ? secrets_of(url, rest.substr(2), false) : std::vector<std::string>{}};
     // The scheme is what comes before the first ':', which in a URL without
     // one may be a user name: show it only when it looks like a scheme.
     const bool shown = !scheme.empty() && scheme.size() <= 20 &&
@@ -185,11 +199,10 @@ url_parts parse_url(std::string_view url) {
 }
 
 std::string redact_url(std::string_view url) {
-    // Mask from the first ':' after "scheme://" to the last '@': the password
-    // of scheme://user:password@host, wherever a malformed URL ends it (an
-    // unencoded '/', '?', '#' or '@' in the password). A URL with an '@' only
-    // in its query (user=me@corp) and a port loses more than its password,
-    // which is the safe way to be wrong. And every password parameter's value.
+    // Masks the password of the userinfo and every password parameter's
+    // value, and nothing else: the redacted URL names the database in
+    // messages and in dialect::tables() (which keys the process's wake-up
+    // queues), so the host, port, database and other parameters must stay.
     // The ranges are all found in the URL as given, then masked together: an
     // '@' in a parameter's value (password=p@ss) is not taken for the end of
     // a userinfo once that value is masked, nor the reverse.
@@ -197,10 +210,37 @@ std::string redact_url(std::string_view url) {
     const auto scheme_end = url.find("://");
     if (scheme_end != std::string_view::npos) {
         const auto auth_start = scheme_end + 3;
-        const auto at = url.rfind('@');
-        const auto colon = url.find(':', auth_start);
-        if (at != std::string_view::npos && at > auth_start && colon != std::string_view::npos && colon < at)
-            ranges.emplace_back(colon + 1, at);
+        const std::string_view scheme = url.substr(0, scheme_end);
+        const bool server = scheme == "postgresql" || scheme == "postgres" || scheme == "mysql" || scheme == "mariadb";
+        bool well_formed = server || scheme == "sqlite";
+        if (server) {
+            try {
+                check_server_url(url, url.substr(auth_start), scheme == "mysql" || scheme == "mariadb");
+            } catch (const config_error&) {
+                well_formed = false;
+            }
+        }
+        if (well_formed) {
+            // The userinfo as libpq reads it (secrets_of): up to the first
+            // '@' before any '/', even past a '?' (postgresql://h?x=u:pw@y has
+            // the password "pw"); for a URL check_server_url accepts, also
+            // the mysql parser's. Its password follows its first ':'.
+            const auto at = url.find_first_of("@/", auth_start);
+            if (at != std::string_view::npos && url[at] == '@') {
+                const auto colon = url.find(':', auth_start);
+                if (colon < at) ranges.emplace_back(colon + 1, at);
+            }
+        } else {
+            // A URL parse_url refuses (an unencoded '/', '?', '#' or '@' in
+            // the password) or of no known scheme: from the first ':' after
+            // "scheme://" to the last '@', wherever the password ends. A URL
+            // with an '@' only in its query loses more than its password,
+            // which is the safe way to be wrong.
+            const auto at = url.rfind('@');
+            const auto colon = url.find(':', auth_start);
+            if (at != std::string_view::npos && at > auth_start && colon != std::string_view::npos && colon < at)
+                ranges.emplace_back(colon + 1, at);
+        }
     }
     std::sort(ranges.begin(), ranges.end());
     std::string out;

@@ -21,8 +21,9 @@ struct url_parts {
 // contains the URL's user name or password.
 url_parts parse_url(std::string_view url);
 
-// The URL with any password replaced by "***", for messages and logs. Errs on
-// the side of masking too much when the URL is malformed.
+// The URL with any password replaced by "***", for messages and logs; the
+// rest (host, port, database, other parameters) as given. Errs on the side of
+// masking too much when parse_url would refuse the URL.
 std::string redact_url(std::string_view url);
 
 

@@ -39,6 +39,10 @@ void validate_job(std::string_view job) {
     if (!detail::valid_utf8(job)) throw config_error("job name must be valid UTF-8");
 }
 
+void check_limit(std::size_t limit) {
+    if (limit < 1 || limit > 100000) throw config_error("limit must be between 1 and 100000");
+}
+
 void validate_run_key(std::string_view run_key) {
     if (run_key.empty() || run_key.size() > max_run_key_bytes)
         throw config_error("run key must be 1 to 128 bytes of UTF-8 (got " + std::to_string(run_key.size()) +
@@ -201,14 +205,21 @@ std::vector<job_record> job_runner::records(std::string_view job, std::size_t li
 }
 
 std::vector<job_record> job_runner::records_with_prefix(std::string_view job_prefix, std::size_t limit) {
-    if (job_prefix.size() > max_job_bytes || job_prefix.find('\0') != std::string_view::npos ||
-        !detail::valid_utf8(job_prefix))
-        throw config_error("a job-name prefix is at most 100 bytes of UTF-8 without NUL");
+    if (job_prefix.find('\0') != std::string_view::npos || !detail::valid_utf8(job_prefix))
+        throw config_error("a job-name prefix is UTF-8 without NUL");
+    if (job_prefix.size() > max_job_bytes) {
+        // Longer than any job name, so it starts none (`sqlock status` passes
+        // its key prefix, which may be up to 255 bytes): checked as a listing
+        // is, with no rows.
+        check_limit(limit);
+        db_.impl_->check_schema();
+        return {};
+    }
     return list(job_prefix, false, limit);
 }
 
 std::vector<job_record> job_runner::list(std::string_view job, bool exact, std::size_t limit) {
-    if (limit < 1 || limit > 100000) throw config_error("limit must be between 1 and 100000");
+    check_limit(limit);
     auto& impl = *db_.impl_;
     impl.check_schema();
     auto rows = impl.with_session([&](detail::session& s) { return s.job_list(job, exact, limit); });

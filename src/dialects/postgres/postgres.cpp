@@ -222,7 +222,13 @@ public:
         auto& conninfo = setup_.conninfo;
         auto add = [&](const std::string& key, const std::string& value) {
             if (conninfo.find(key + "=") != std::string::npos) return;
-            conninfo += (conninfo.find('?') == std::string::npos ? "?" : "&") + key + "=" + value;
+            // After a '?' or '&' that ends the URL (postgresql://h/db?),
+            // another separator would make an empty parameter, which libpq
+            // refuses ("missing key/value separator").
+            const char* separator = conninfo.find('?') == std::string::npos      ? "?"
+                                    : conninfo.ends_with('?') || conninfo.ends_with('&') ? ""
+                                                                                        : "&";
+            conninfo += separator + key + "=" + value;
         };
         auto seconds = ctx.options.connect_timeout.count() / 1000;
         add("connect_timeout", std::to_string(seconds < 1 ? 1 : seconds));

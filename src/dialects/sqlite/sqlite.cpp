@@ -23,6 +23,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 namespace sqlock::detail::sqlite {
 
@@ -52,12 +53,12 @@ void register_clock(sqlite3* db, const sql_library& sql) {
 // be resolved against the working directory of that moment. A process that
 // changed it (a daemon's chdir("/")) would open, and create, another file:
 // its renewals would fail there, or split one client between two databases.
-std::string absolute_file(const std::string& path) {
+std::string absolute_file(const std::string& path, const std::vector<std::string>& secrets) {
     std::error_code ec;
     auto absolute = std::filesystem::absolute(path, ec);
     if (ec)
-        throw config_error("cannot make the sqlite file name '" + path +
-                           "' absolute (is the working directory still there?): " + ec.message());
+        throw config_error(scrub("cannot make the sqlite file name '" + path + "' absolute", secrets) +
+                           " (is the working directory still there?): " + ec.message());
     return absolute.string();
 }
 
@@ -88,7 +89,7 @@ sqlite_session::sqlite_session(const std::string& path, const dialect_context& c
     if (rc != SQLITE_OK) {
         std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
         sqlite3_close(db_);
-        throw connection_error("cannot open sqlite database '" + path + "': " + msg +
+        throw connection_error(scrub("cannot open sqlite database '" + path + "': " + msg, ctx.secrets) +
                                " (check that the directory exists and is writable)");
     }
     // Writers wait for each other up to the statement timeout instead of
@@ -264,7 +265,7 @@ private:
         std::string absolute, canonical;
     };
     static file_names file_of(const dialect_context& ctx) {
-        auto absolute = absolute_file(parse_sqlite_path(ctx.url));
+        auto absolute = absolute_file(parse_sqlite_path(ctx.url), ctx.secrets);
         auto canonical = canonical_file(absolute);
         return {std::move(absolute), std::move(canonical)};
     }
