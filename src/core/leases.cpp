@@ -16,6 +16,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 namespace sqlock::detail {
 
@@ -249,13 +251,27 @@ bool client_impl::renew(grant& g) {
             case row_lock_holder::verdict::skipped: return !g.lost.load();
         }
     }
-    const auto r = pool_.with_session([&](session& s) {
-        return g.kind != 'X' ? renew_holder_alone(s, g) : s.renew(g.key, g.owner, g.lease_ms, true);
-    });
-    const std::int64_t db_ns = lease_now_ns() - sent;
+    // A reader's or permit's key row that a grant or release of the key has
+    // locked: PostgreSQL's batched renewal skips it at once (SKIP LOCKED,
+    // for the watchdog, which comes back later), where the other backends
+    // wait up to the row lock timeout. A caller's renew() waits as long on
+    // every backend: tried again until the row lock timeout has passed
+    // since the first try.
+    const auto give_up = std::chrono::steady_clock::now() + options().row_lock_timeout;
+    std::int64_t tried_at = sent;
+    renew_result r;
+    for (;;) {
+        r = pool_.with_session([&](session& s) {
+            return g.kind != 'X' ? renew_holder_alone(s, g) : s.renew(g.key, g.owner, g.lease_ms, true);
+        });
+        if (r != renew_result::row_locked || g.kind == 'X' || std::chrono::steady_clock::now() >= give_up) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        tried_at = lease_now_ns();
+    }
+    const std::int64_t db_ns = lease_now_ns() - tried_at;
     telemetry_.renewal.observe(db_ns);
     switch (r) {
-        case renew_result::renewed: return confirm_renewal(g, sent, db_ns);
+        case renew_result::renewed: return confirm_renewal(g, tried_at, db_ns);
         case renew_result::not_held: mark_lost(g, loss_cause::not_held); return false;
         case renew_result::row_locked: break;
     }
