@@ -142,6 +142,44 @@ TEST_CASE_TEMPLATE("bad input to a multi-key lock is refused before any SQL", Db
     CHECK(a.try_acquire_all(many));
 }
 
+// Single-key callers keep every key of a set busy in turn, each key always
+// waited for by someone: a set that gave its queued key back whenever the
+// next key was refused (a waiter of it had waited longer) queued at the back
+// of that key's queue and met the same on the other key, round after round.
+TEST_CASE_TEMPLATE("a set is granted while single-key callers keep each of its keys busy", Db, ALL_BACKENDS) {
+    Db db;
+    (void)db.open();
+    std::atomic<bool> stop{false};
+    std::vector<std::thread> traffic;
+    for (const std::string key : {"starve/a", "starve/b"})
+        for (int n = 0; n < 2; ++n)
+            traffic.emplace_back([&, key] {
+                auto c = db.open_quiet();
+                while (!stop.load()) {
+                    try {
+                        auto l = c.acquire(key, 30s);
+                        std::this_thread::sleep_for(20ms);
+                        l.release();
+                    } catch (const sqlock::error&) {
+                    }
+                }
+            });
+    std::this_thread::sleep_for(200ms);  // the traffic is under way
+    auto set_client = db.open_quiet();
+    std::string failed;
+    try {
+        auto set = set_client.acquire_all({"starve/a", "starve/b"}, 10s);
+        CHECK(set.leases().size() == 2);
+        set.release();
+    } catch (const std::exception& e) {
+        failed = e.what();
+    }
+    stop = true;
+    for (auto& t : traffic) t.join();
+    CAPTURE(failed);
+    CHECK(failed.empty());
+}
+
 TEST_CASE_TEMPLATE("sets of overlapping keys in random orders never deadlock nor overlap, across processes", Db,
                    ALL_BACKENDS) {
     constexpr int workers = 4, iterations = 100;

@@ -171,8 +171,9 @@ public:
     // multi_lease. The keys are taken in the order of their bytes, whatever
     // order they are given in, and a set that finds a key busy gives back
     // the keys it took before it returns or waits: callers that list the
-    // same keys in different orders never deadlock, and nobody holds part of
-    // a set while waiting. `keys`: 1 to max_keys_per_set valid keys, no key
+    // same keys in different orders never deadlock. (acquire_all(), once it
+    // has waited 200 ms, keeps the keys before the busy one while it waits:
+    // README, "Multi-key locks".) `keys`: 1 to max_keys_per_set valid keys, no key
     // twice (config_error, before any SQL). options apply to every key;
     // options.reentrant is ignored (each key is a grant of its own). Empty
     // when a key is held now.
@@ -180,7 +181,9 @@ public:
                                                              const lock_options& options = {});
     // Waits up to timeout for the whole set, in the queue of the first key it
     // found busy (woken by that key's releases); fair and priority as for
-    // acquire(). Throws timeout_error, holding none of the keys.
+    // acquire(). After 200 ms it holds the keys it got, in key order, while
+    // it waits for the next, so that steady traffic on each key cannot
+    // starve it. Throws timeout_error, holding none of the keys.
     [[nodiscard]] multi_lease acquire_all(const std::vector<std::string>& keys, std::chrono::milliseconds timeout,
                                           const lock_options& options = {});
 

@@ -361,29 +361,40 @@ void client_impl::give_back(std::vector<std::shared_ptr<grant>>& grants) noexcep
 
 client_impl::set_attempt client_impl::try_grant_set(const std::vector<std::string>& keys,
                                                     const lock_options& options, std::int64_t ticket,
-                                                    std::string_view ticket_key, std::int64_t started) {
+                                                    std::string_view ticket_key, std::int64_t started,
+                                                    granted_set* held) {
     set_attempt out;
-    out.granted.signals = std::make_shared<set_signals>(options.on_lost);
+    if (held && !held->signals) held->signals = std::make_shared<set_signals>(options.on_lost);
+    out.granted.signals = held ? held->signals : std::make_shared<set_signals>(options.on_lost);
     const lock_options round = round_options(options, out.granted.signals);
     // Key order, except that the key this set queues for (the one it last
     // found busy) goes first: while it stays busy a round touches no other
-    // key. Every try is a try: nothing here waits while holding a key, so
-    // no order can deadlock; the shared order keeps sets from taking each
-    // other's keys in turn.
-    std::vector<std::size_t> order(keys.size());
-    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    // key. Every try is a try: nothing here waits while holding a key. A
+    // set that holds keys between rounds goes strictly in key order, after
+    // the ones it holds: two such sets then meet at their first common key,
+    // and no cycle of waits can form among callers that wait in key order.
+    const std::size_t first = held ? held->grants.size() : 0;
+    std::vector<std::size_t> order;
+    for (std::size_t i = first; i < keys.size(); ++i) order.push_back(i);
     const auto queued = std::find(keys.begin(), keys.end(), ticket_key);
-    if (queued != keys.end()) std::rotate(order.begin(), order.begin() + (queued - keys.begin()),
-                                          order.begin() + (queued - keys.begin()) + 1);
+    if (!held && queued != keys.end())
+        std::rotate(order.begin(), order.begin() + (queued - keys.begin()),
+                    order.begin() + (queued - keys.begin()) + 1);
     std::vector<std::shared_ptr<grant>> taken;  // in the order taken
     taken.reserve(keys.size());
     try {
         for (const std::size_t i : order) {
             auto tried = try_grant(keys[i], round, true, keys[i] == ticket_key ? ticket : no_ticket, started);
             if (!tried.granted) {
-                // Never hold part of a set while others wait for it: what
-                // this round took goes back before the caller waits.
-                give_back(taken);
+                // A set that holds nothing between rounds gives back what
+                // this round took before the caller waits; one that holds
+                // keeps it, the keys before the busy one in key order.
+                if (held) {
+                    for (auto& g : taken) held->grants.push_back(std::move(g));
+                    taken.clear();
+                } else {
+                    give_back(taken);
+                }
                 out.missing = i;
                 out.remaining_ms = tried.remaining_ms;
                 return out;
@@ -395,6 +406,12 @@ client_impl::set_attempt client_impl::try_grant_set(const std::vector<std::strin
         throw;
     }
     auto& grants = out.granted.grants;
+    if (held) {
+        grants = std::move(held->grants);
+        held->grants.clear();
+        for (auto& g : taken) grants.push_back(std::move(g));
+        return out;
+    }
     grants.resize(keys.size());
     for (std::size_t n = 0; n < order.size(); ++n) grants[order[n]] = std::move(taken[n]);
     return out;
@@ -418,19 +435,42 @@ client_impl::granted_set client_impl::acquire_set(const std::vector<std::string>
     std::string what = "locks";
     for (const auto& k : keys) what += (&k == &keys.front() ? " '" : ", '") + k + "'";
     granted_set granted;
-    (void)wait_for(what, keys.front(), timeout, options, 'X',
-                   [&](std::int64_t ticket, std::string_view queued, std::int64_t started) {
-                       auto round = try_grant_set(keys, options, ticket, queued, started);
-                       wait_step step;
-                       if (round.granted.grants.empty()) {
-                           step.queue_key = keys[round.missing];
-                           step.got.remaining_ms = round.remaining_ms;
+    // A set that gives back every key it took whenever the next is busy can
+    // starve: with each key always waited for by single-key callers, it
+    // reaches the head of one key's queue, gets that key, finds the next one
+    // waited for by someone who has waited longer, gives the first back and
+    // queues at the back of the second's queue, round after round. Once it
+    // has waited hold_after, it keeps what it gets, in key order, while it
+    // waits in the next key's queue: single-key callers never wait while
+    // holding, and sets that hold take their keys in one order, so no
+    // cycle of waits forms (docs/design.md, "Multi-key locks").
+    constexpr auto hold_after = std::chrono::milliseconds(200);
+    const auto hold_from = std::chrono::steady_clock::now() + hold_after;
+    granted_set held;
+    try {
+        (void)wait_for(what, keys.front(), timeout, options, 'X',
+                       [&](std::int64_t ticket, std::string_view queued, std::int64_t started) {
+                           // A key lost while held and waited with: start again, holding nothing.
+                           if (std::any_of(held.grants.begin(), held.grants.end(),
+                                           [](const auto& g) { return g->lost.load(); }))
+                               give_back(held.grants);
+                           const bool hold =
+                               !held.grants.empty() || std::chrono::steady_clock::now() >= hold_from;
+                           auto round = try_grant_set(keys, options, ticket, queued, started, hold ? &held : nullptr);
+                           wait_step step;
+                           if (round.granted.grants.empty()) {
+                               step.queue_key = keys[round.missing];
+                               step.got.remaining_ms = round.remaining_ms;
+                               return step;
+                           }
+                           granted = std::move(round.granted);
+                           step.got.granted = granted.grants.front();  // the set's events name its first key
                            return step;
-                       }
-                       granted = std::move(round.granted);
-                       step.got.granted = granted.grants.front();  // the set's events name its first key
-                       return step;
-                   });
+                       });
+    } catch (...) {
+        give_back(held.grants);  // a timeout, cancellation or failure leaves no key held
+        throw;
+    }
     return granted;
 }
 

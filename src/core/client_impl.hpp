@@ -185,14 +185,17 @@ private:
         const std::function<wait_step(std::int64_t ticket, std::string_view queued, std::int64_t started)>& try_once);
     // One round of a set: each key with a try-grant (the queued key first,
     // then key order); on a miss the keys taken in this round are given back
-    // and `missing` names the busy one.
+    // and `missing` names the busy one. With `held` (a set that has waited
+    // long): strictly in key order after the keys held already, and on a
+    // miss the keys taken are kept in `held` too, with its signals.
     struct set_attempt {
         granted_set granted;
         std::size_t missing = 0;
         std::optional<std::int64_t> remaining_ms;
     };
     set_attempt try_grant_set(const std::vector<std::string>& keys, const lock_options& options,
-                              std::int64_t ticket, std::string_view ticket_key, std::int64_t started);
+                              std::int64_t ticket, std::string_view ticket_key, std::int64_t started,
+                              granted_set* held = nullptr);
     // Releases grants of an unfinished set, last first; never throws.
     void give_back(std::vector<std::shared_ptr<grant>>& grants) noexcept;
     std::shared_ptr<grant> new_grant(std::string_view key, const lock_options& options, char kind = 'X');
