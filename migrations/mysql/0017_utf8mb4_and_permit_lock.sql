@@ -1,6 +1,7 @@
 -- sqlock schema version 17 for MySQL / MariaDB: the grant procedures and the
 -- holders' renewal take their text in utf8mb4, whatever the database's
--- default character set.
+-- default character set; a permit grant locks the semaphore's row
+-- exclusively from its first statement.
 -- For a custom table prefix, replace every "sqlock_" first (docs/migrations.md).
 -- The procedure bodies need the mysql client's DELIMITER lines; sqlock's own
 -- migrate() understands them too. CREATE OR REPLACE PROCEDURE is MariaDB
@@ -12,25 +13,41 @@
 -- takes the database's default character set and collation at the time the
 -- routine is created, not the tables' (utf8mb4) nor the connection's
 -- (https://dev.mysql.com/doc/refman/8.0/en/charset-database.html; MariaDB's
--- own scripts met it in MDEV-15692). On a database created with CHARACTER SET latin1 (the
--- server default of many installations), p_holder and p_note of
--- sqlock_grant, sqlock_grant_shared and sqlock_grant_permit and p_batch of
--- sqlock_renew_holders were latin1: a note or holder outside latin1 (an
--- emoji, Cyrillic) failed the grant with error 1366 "Incorrect string value
--- ... for column p_note", and a batch of renewals naming such a key (keys
--- are VARBINARY, written into the JSON as UTF-8) failed every time, so every
--- shared holder and permit of the client in it was reported lost.
+-- own scripts met it in MDEV-15692). On a database created with CHARACTER
+-- SET latin1 (the server default of many installations), p_holder and
+-- p_note of sqlock_grant, sqlock_grant_shared and sqlock_grant_permit and
+-- p_batch of sqlock_renew_holders were latin1: a note or holder outside
+-- latin1 (an emoji, Cyrillic) failed the grant with error 1366 "Incorrect
+-- string value ... for column p_note", and a batch of renewals naming such a
+-- key (keys are VARBINARY, written into the JSON as UTF-8) failed every
+-- time, so every shared holder and permit of the client in it was reported
+-- lost.
 --
 -- The four procedures below are those of versions 14 (sqlock_grant,
 -- sqlock_grant_shared, sqlock_renew_holders) and 6 (sqlock_grant_permit),
 -- with every text parameter, and the text columns the renewal reads out of
 -- its JSON and compares with the holders' columns, declared utf8mb4 with
--- the tables' collation, utf8mb4_bin. Their bodies are unchanged.
+-- the tables' collation, utf8mb4_bin. The other routines' text parameters
+-- and variables carry owners (hex), wake-up channels and listener names
+-- ([a-z0-9_]) and MD5 digests: ASCII, the same in every character set, so
+-- they are left as they are. Keys and semaphore names are VARBINARY
+-- everywhere. The bodies are unchanged but for one statement of
+-- sqlock_grant_permit:
 --
--- The other routines' text parameters and variables carry owners (hex),
--- modes, wake-up channels and listener names ([a-z0-9_]) and MD5 digests:
--- ASCII, the same in every character set, so they are left as they are.
--- Keys and semaphore names are VARBINARY everywhere.
+-- It took the semaphore's row with INSERT IGNORE, then SELECT ... FOR
+-- UPDATE. On a row that exists, INSERT IGNORE takes a shared lock on the
+-- duplicate, so two grants of one semaphore at once both held it shared and
+-- both waited to hold it exclusively: InnoDB ended one with deadlock 1213,
+-- which the library takes for contention (the grant answers "no permit"),
+-- while permits were free. 8 clients asking together for one of 16 permits,
+-- 100 times each, were refused 500 to 548 times of 800. The row is now
+-- created or locked exclusively by one INSERT ... ON DUPLICATE KEY UPDATE
+-- that changes nothing; the count of live permits still comes after that
+-- lock, and the token is drawn as before. The other writers of the row take
+-- it exclusively in one statement already: set_permits is an INSERT ... ON
+-- DUPLICATE KEY UPDATE (sql/mysql/permit_limit.sql) and sqlock_renew_holders
+-- an UPDATE. (On PostgreSQL, INSERT ... ON CONFLICT DO NOTHING locks no
+-- existing row, so the FOR UPDATE after it is the first lock taken.)
 
 DELIMITER //
 -- Grants p_key in a lease mode: p_owner, p_mode, p_lease_ms, p_holder, p_note;
@@ -231,7 +248,13 @@ BEGIN
         RESIGNAL;
     END;
     START TRANSACTION;
-    INSERT IGNORE INTO sqlock_semaphores (name, permits, token) VALUES (p_name, p_permits, 0);
+    -- The semaphore's row, created if new, locked exclusively by the first
+    -- statement: InnoDB locks the duplicate row of an INSERT ... ON DUPLICATE
+    -- KEY UPDATE exclusively, and the update changes nothing. (Version 6's
+    -- INSERT IGNORE share-locked it, and the FOR UPDATE then waited for two
+    -- grants at once to let go of theirs: a deadlock, see the top.)
+    INSERT INTO sqlock_semaphores (name, permits, token) VALUES (p_name, p_permits, 0)
+        ON DUPLICATE KEY UPDATE permits = permits;
     SELECT permits INTO v_permits FROM sqlock_semaphores WHERE name = p_name FOR UPDATE;
     IF NOT EXISTS (SELECT 1 FROM sqlock_waiters w
                     WHERE w.lock_key = p_name AND w.kind = 'P' AND w.fair AND w.expires_at > UTC_TIMESTAMP(6)
