@@ -658,6 +658,83 @@ TEST_CASE_TEMPLATE("a schema with a migration missing asks for migrate, which ap
     CHECK(reader);
 }
 
+namespace {
+
+// A database of its own on the test server, created with the given default
+// character set and dropped at the end; the fixture's URL names it.
+struct scratch_database {
+    scratch_database(const test::mysql_db& server, const std::string& charset)
+        : name_("sqlock_" + charset + "_" + test::random_hex(8)), raw_(server.raw()) {
+        const std::string& base = server.url();
+        const auto slash = base.find('/', base.find("://") + 3);
+        const auto query = base.find('?', slash == std::string::npos ? 0 : slash);
+        url = (slash == std::string::npos ? base + "/" : base.substr(0, slash + 1)) + name_ +
+              (query == std::string::npos ? "" : base.substr(query));
+        raw_->exec("CREATE DATABASE " + name_ + " CHARACTER SET " + charset);
+    }
+    ~scratch_database() {
+        try {
+            raw_->exec("DROP DATABASE IF EXISTS " + name_);
+        } catch (const std::exception& e) {
+            MESSAGE("could not drop " << name_ << ": " << e.what());
+        }
+    }
+    scratch_database(const scratch_database&) = delete;
+    scratch_database& operator=(const scratch_database&) = delete;
+    std::string url;
+
+private:
+    std::string name_;
+    std::unique_ptr<test::raw_connection> raw_;
+};
+
+}  // namespace
+
+// A stored routine's text parameter declared without a character set takes
+// the database's default one: on a latin1 database the grant procedures
+// refused a note outside latin1 (error 1366 "Incorrect string value ... for
+// column p_note"), and every renewal of a batch naming a key outside latin1
+// failed (p_batch), so its holders were reported lost
+// (migrations/mysql/0017_utf8mb4_and_permit_lock.sql).
+TEST_CASE_TEMPLATE("notes and keys outside latin1 work on a MariaDB database whose default character set is latin1",
+                   Db, test::mysql_db) {
+    Db server;
+    scratch_database latin1(server, "latin1");
+    auto c = sqlock::client::open(latin1.url, server.options());
+    c.migrate();
+    REQUIRE(c.schema_version() == c.required_schema_version());
+    const std::string note = "cron \xF0\x9F\x92\xA4";  // U+1F4A4, outside latin1 (and utf8mb3)
+
+    auto unique_insert_with_note = [&] {
+        auto held = c.try_acquire("notes/unique", {.mode = sqlock::mode::unique_insert, .note = note});
+        REQUIRE(held);
+        CHECK(c.inspect("notes/unique").note == note);
+    };
+    auto fair_with_note = [&] {
+        auto held = c.acquire("notes/fair", 10s, {.note = note, .fair = true});
+        CHECK(c.inspect("notes/fair").note == note);
+    };
+    auto permit_with_note = [&] {
+        auto permit = c.try_acquire_permit("notes/permits", 2, {.note = note});
+        REQUIRE(permit);
+        const auto listed = c.holders("notes/permits");
+        REQUIRE(listed.size() == 1);
+        CHECK(listed[0].note == note);
+    };
+    auto renewed_reader_of_cyrillic_key = [&] {
+        const std::string key = "\xD0\xBA\xD0\xBB\xD1\x8E\xD1\x87";  // "ключ"
+        auto reader = c.try_acquire_shared(key, {.lease = 1s});
+        REQUIRE(reader);
+        std::this_thread::sleep_for(3s);  // three leases: only renewals keep it
+        CHECK_FALSE(reader->lost());
+        CHECK(c.inspect(key).held);
+    };
+    CHECK_NOTHROW(unique_insert_with_note());
+    CHECK_NOTHROW(fair_with_note());
+    CHECK_NOTHROW(permit_with_note());
+    CHECK_NOTHROW(renewed_reader_of_cyrillic_key());
+}
+
 TEST_CASE_TEMPLATE("an unreachable database gives connection_error without the password", Db, SERVER_BACKENDS) {
     Db db;
     const std::string scheme = db.name() == "postgres" ? "postgresql" : "mysql";

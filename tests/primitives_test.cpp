@@ -15,8 +15,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <barrier>
 #include <fstream>
 #include <mutex>
+#include <set>
 #include <shared_mutex>
 #include <sstream>
 #include <stop_token>
@@ -635,6 +637,49 @@ TEST_CASE_TEMPLATE("a semaphore grants at most its permits, and a released permi
     CHECK(again->token() > held[2].token());
     // A semaphore and a lock of the same name are separate.
     CHECK(a.try_acquire("sem/pool"));
+}
+
+// MariaDB's permit grant took the semaphore's row with INSERT IGNORE, which
+// share-locks a row that exists, and then with SELECT ... FOR UPDATE: two
+// grants at once both held the shared lock and both waited to make it
+// exclusive, InnoDB ended one with deadlock 1213, and the grant read as
+// contention, "no permit", while most permits were free
+// (migrations/mysql/0017_utf8mb4_and_permit_lock.sql).
+TEST_CASE_TEMPLATE("permit grants that arrive together are all granted while permits are free", Db,
+                   ALL_BACKENDS) {
+    Db db;
+    constexpr int threads = 8, rounds = 100;
+    constexpr std::int64_t permits = 2 * threads;
+    std::vector<sqlock::client> clients;
+    for (int i = 0; i < threads; ++i) clients.push_back(db.open());
+    std::barrier together(threads);
+    std::atomic<int> granted{0}, refused{0}, failed{0};
+    std::mutex errors_mutex;
+    std::set<std::string> errors;
+    std::vector<std::thread> workers;
+    for (int i = 0; i < threads; ++i)
+        workers.emplace_back([&, i] {
+            for (int r = 0; r < rounds; ++r) {
+                together.arrive_and_wait();  // every thread's grant at once, every round
+                try {
+                    if (auto permit = clients[i].try_acquire_permit("sem/crowd", permits)) {
+                        ++granted;
+                        permit->release();
+                    } else {
+                        ++refused;
+                    }
+                } catch (const std::exception& e) {
+                    ++failed;
+                    std::lock_guard lock(errors_mutex);
+                    errors.insert(e.what());
+                }
+            }
+        });
+    for (auto& w : workers) w.join();
+    for (const auto& e : errors) MESSAGE(e);
+    CHECK(refused.load() == 0);  // each thread holds at most one of 16 permits: there is always one free
+    CHECK(failed.load() == 0);
+    CHECK(granted.load() == threads * rounds);
 }
 
 TEST_CASE_TEMPLATE("a semaphore's waiter does not hold back the lock of the same name", Db, ALL_BACKENDS) {
