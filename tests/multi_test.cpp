@@ -180,6 +180,58 @@ TEST_CASE_TEMPLATE("a set is granted while single-key callers keep each of its k
     CHECK(failed.empty());
 }
 
+// A key the waiting set held and lost (here forced free) is given back, and
+// its on_lost may still wait on the callback thread. It went through the
+// signals the set was handed out with later: once armed, it fired the
+// set's on_lost for a key the set held under a new token, and spent the
+// set's one loss report.
+TEST_CASE_TEMPLATE("a key lost and given back while a set waited does not fire the set's on_lost", Db, ALL_BACKENDS) {
+    Db db;
+    auto a = db.open();
+    auto b = db.open();
+    std::atomic<bool> gate{false};
+    // Keeps a's callback thread busy until the gate opens.
+    auto blocker = a.try_acquire("stale/x", {.lease = 300ms,
+                                             .auto_renew = false,
+                                             .on_lost = [&](const std::string&, std::int64_t) {
+                                                 (void)test::eventually([&] { return gate.load(); }, 60s);
+                                             }});
+    REQUIRE(blocker);
+    std::this_thread::sleep_for(600ms);
+    auto hold_b = b.acquire("stale/b", 10s);
+    std::atomic<int> set_lost{0};
+    std::optional<sqlock::multi_lease> set;
+    std::string failed;
+    std::thread t([&] {
+        try {
+            set.emplace(a.acquire_all({"stale/a", "stale/b"}, 30s,
+                                      {.lease = 900ms, .on_lost = [&](const std::string&, std::int64_t) { ++set_lost; }}));
+        } catch (const std::exception& e) {
+            failed = e.what();
+        }
+    });
+    std::this_thread::sleep_for(400ms);  // past 200 ms of waiting: the set keeps stale/a
+    REQUIRE(test::eventually([&] { return b.inspect("stale/a").held; }, 10s));
+    const auto fenced = b.force_release("stale/a", "test");
+    // The set finds its grant lost, gives it back and takes stale/a again.
+    const bool again = test::eventually(
+        [&] {
+            const auto i = b.inspect("stale/a");
+            return i.held && i.token > fenced;
+        },
+        20s);
+    hold_b.release();
+    t.join();
+    gate = true;
+    CAPTURE(failed);
+    REQUIRE(again);
+    REQUIRE(set);
+    std::this_thread::sleep_for(500ms);  // the callback thread runs what waited
+    CHECK_FALSE(set->lost());
+    CHECK(set_lost.load() == 0);
+    CHECK(set->token("stale/a") > fenced);
+}
+
 TEST_CASE_TEMPLATE("sets of overlapping keys in random orders never deadlock nor overlap, across processes", Db,
                    ALL_BACKENDS) {
     constexpr int workers = 4, iterations = 100;

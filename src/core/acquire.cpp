@@ -450,10 +450,16 @@ client_impl::granted_set client_impl::acquire_set(const std::vector<std::string>
     try {
         (void)wait_for(what, keys.front(), timeout, options, 'X',
                        [&](std::int64_t ticket, std::string_view queued, std::int64_t started) {
-                           // A key lost while held and waited with: start again, holding nothing.
+                           // A key lost while held and waited with: start again, holding
+                           // nothing, with signals of its own: the lost grant's on_lost may
+                           // still be queued on the callback thread, and must not reach the
+                           // set handed out later (once armed, it would fire the set's
+                           // on_lost for a key it holds, and spend its one loss report).
                            if (std::any_of(held.grants.begin(), held.grants.end(),
-                                           [](const auto& g) { return g->lost.load(); }))
+                                           [](const auto& g) { return g->lost.load(); })) {
                                give_back(held.grants);
+                               held.signals.reset();
+                           }
                            const bool hold =
                                !held.grants.empty() || std::chrono::steady_clock::now() >= hold_from;
                            auto round = try_grant_set(keys, options, ticket, queued, started, hold ? &held : nullptr);
