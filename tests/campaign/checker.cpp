@@ -6,7 +6,13 @@
 //     number of history rows, their seq values are 1..counter, and along seq
 //     (commit order) tokens never go down, and one token never belongs to two
 //     owners. A write the client saw fail ("rejected", "err") is not in the
-//     history; one it saw succeed is.
+//     history; one it saw succeed is. And no write commits after a later
+//     owner exists: its database time (w_ms, read after its fence, before
+//     its commit) is before the return of every grant of its key with a
+//     larger token. (A fence keeps the key's fence row locked to its
+//     commit, and every grant bumps that row: the grant commits after it.)
+//     A token order along seq alone let a stale write through when the
+//     next holder had not written yet.
 // (b) Tokens: no token granted twice for a key (two owners), none above the
 //     key's fence counter, and a grant that returned before another began
 //     acquiring has the smaller token (restarts included: the runs span them).
@@ -16,11 +22,16 @@
 //     returning: the grant committed before that, usually well under a
 //     millisecond before. (The lease row's acquired_at is no bound: it is the
 //     grant statement's start, which may precede a wait for the row.) Excused, and counted apart, where the holder could not report:
-//     it was dead (SIGKILL) or stopped (SIGSTOP) by then, an operator forced
-//     the key free in between, or (select_for_update only) the server ended
-//     its transaction (crash, connection killed) - its exclusion is the
-//     transaction, which the holder learns of at its next ping; fences (a)
-//     guard what it writes meanwhile.
+//     it was dead (SIGKILL) by then, or stopped (SIGSTOP) when B was granted
+//     or up to 1 s before (a holder that resumed earlier must have said so:
+//     its deadline had passed), an operator forced the key free in between,
+//     or (select_for_update only) the server ended its transaction (crash,
+//     connection killed) - its exclusion is the transaction, which the
+//     holder learns of at its next ping; fences (a) guard what it writes
+//     meanwhile. Also excused, and counted apart: A's own acquire returned
+//     after B's grant and reported the loss within 100 ms - a grant whose
+//     answer came after its lease's deadline, handed out already lost, so
+//     that A never claimed the key while B held it.
 // (d) Jobs: no run key reported "ran" twice; the ledger's token is the
 //     token of the run that ran; every run is succeeded once the orchestrator
 //     (the next instance) has caught up; a succeeded run has exactly one
@@ -154,9 +165,12 @@ struct fault_log {
     static bool any_between(const std::vector<interval>& spans, std::int64_t from, std::int64_t to) {
         return std::any_of(spans.begin(), spans.end(), [&](const interval& s) { return s.from <= to && s.to >= from; });
     }
-    bool stopped_between(int c, std::int64_t from, std::int64_t to) const {
+    // Stopped at t, or resumed less than `after` before it.
+    bool stopped_at(int c, std::int64_t t, std::int64_t after) const {
         auto it = stops.find(c);
-        return it != stops.end() && any_between(it->second, from, to);
+        return it != stops.end() && std::any_of(it->second.begin(), it->second.end(), [&](const interval& s) {
+                   return s.from <= t && t <= s.to + after;
+               });
     }
     bool forced_between(const std::string& k, std::int64_t from, std::int64_t to) const {
         auto it = forced.find(k);
@@ -196,8 +210,25 @@ std::map<std::string, std::vector<grant>> grants_of(const std::vector<json>& eve
     return out;
 }
 
-json check_writes(const cell_record& cell, json& counts) {
+json check_writes(const cell_record& cell, const std::map<std::string, std::vector<grant>>& grants, json& counts) {
     tally t;
+    // Per key, by token: the earliest return of a grant with a larger token.
+    auto first_later_grant = [&](const std::string& k, std::int64_t tok) -> const grant* {
+        auto it = grants.find(k);
+        if (it == grants.end()) return nullptr;
+        const grant* first = nullptr;
+        for (const auto& g : it->second)
+            if (g.tok > tok && (!first || g.granted() < first->granted())) first = &g;
+        return first;
+    };
+    for (const auto& h : cell.history) {
+        if (!h.contains("w_ms")) continue;
+        const auto* later = first_later_grant(str(h, "k"), num(h, "tok"));
+        if (later && num(h, "w_ms") * ms > later->granted())
+            t.add({{"k", str(h, "k")}, {"what", "a write committed after a grant of a larger token returned"},
+                   {"seq", num(h, "seq")}, {"tok", num(h, "tok")}, {"client", num(h, "c")},
+                   {"after_grant", later->brief()}, {"by_ms", (num(h, "w_ms") * ms - later->granted()) / ms}});
+    }
     std::map<std::string, std::vector<const json*>> rows;
     for (const auto& h : cell.history) rows[str(h, "k")].push_back(&h);
     std::set<std::int64_t> landed;
@@ -300,7 +331,7 @@ json check_lost_first(const std::map<std::string, std::vector<grant>>& grants, c
                 continue;
             }
             if (faults.dead_by(a.c, g)) ++dead;
-            else if (faults.stopped_between(a.c, a.rt0, g)) ++stopped;
+            else if (faults.stopped_at(a.c, g, 1000 * ms)) ++stopped;
             else if (faults.forced_between(k, a.rt0, g)) ++forced;
             else if (a.mode == "select_for_update" &&
                      fault_log::any_between(faults.server_ended, a.rt0, g))
@@ -672,7 +703,7 @@ json check(const cell_record& cell) {
                                                   [](const json& e) { return e.value("ev", "") == "hlost"; });
     counts["acts"] = cell.acts.size();
     json out;
-    out["a_fenced_writes"] = check_writes(cell, counts);
+    out["a_fenced_writes"] = check_writes(cell, grants, counts);
     out["b_tokens"] = check_tokens(cell, grants);
     out["c_lost_before_next_grant"] = check_lost_first(grants, faults, counts);
     out["d_jobs"] = check_jobs(cell, faults, counts);

@@ -93,6 +93,25 @@ TEST_CASE("campaign checker (a): an older token committed after a newer one is a
     CHECK(v["violations"] == 1);
 }
 
+// Token order along seq passed this: the stale holder wrote after the next
+// holder's grant returned, but before that holder's first write.
+TEST_CASE("campaign checker (a): a write committed after a grant of a larger token is an interleaving") {
+    auto c = clean();
+    c.counters[0]["counter"] = 3;
+    c.history = {{{"k", "k0"}, {"seq", 1}, {"tok", 1}, {"own", "aaaa"}, {"c", 1}, {"wid", 1000001}, {"w_ms", t0 / ms + 5}},
+                 {{"k", "k0"}, {"seq", 2}, {"tok", 1}, {"own", "aaaa"}, {"c", 1}, {"wid", 1000002}, {"w_ms", t0 / ms + 160}},
+                 {{"k", "k0"}, {"seq", 3}, {"tok", 2}, {"own", "bbbb"}, {"c", 2}, {"wid", 2000001}, {"w_ms", t0 / ms + 170}}};
+    c.events.push_back({{"ev", "write"}, {"c", 1}, {"k", "k0"}, {"tok", 1}, {"own", "aaaa"}, {"wid", 1000002}, {"res", "ok"}});
+    c.events.push_back({{"ev", "lost"}, {"c", 1}, {"k", "k0"}, {"tok", 1}, {"rt", t0 + 140 * ms}});
+    auto v = campaign::check(c);
+    CHECK(violations(v, "a_fenced_writes") == 1);
+    CHECK(v["a_fenced_writes"]["details"][0]["what"] == "a write committed after a grant of a larger token returned");
+    CHECK(v["violations"] == 1);
+    // The same write before that grant returned (at 150 ms) is in order.
+    c.history[1]["w_ms"] = t0 / ms + 149;
+    CHECK(campaign::check(c)["violations"] == 0);
+}
+
 TEST_CASE("campaign checker (a): counter, sequence and acknowledged writes must agree") {
     SUBCASE("a counter bumped without a history row") {
         auto c = clean();
@@ -118,10 +137,13 @@ TEST_CASE("campaign checker (a): counter, sequence and acknowledged writes must 
 
 TEST_CASE("campaign checker (b): tokens are never granted twice nor out of order") {
     SUBCASE("one token, two owners") {
+        // Granted beside holder 2, so that no ordering check trips instead.
         auto c = clean();
         c.events.push_back({{"ev", "grant"}, {"c", 4}, {"k", "k0"}, {"tok", 2}, {"own", "cccc"},
-                            {"rt0", t0 + 300 * ms}, {"rt", t0 + 310 * ms}});
-        CHECK(violations(campaign::check(c), "b_tokens") >= 1);
+                            {"rt0", t0 + 50 * ms}, {"rt", t0 + 150 * ms}});
+        const auto v = campaign::check(c);
+        CHECK(violations(v, "b_tokens") == 1);
+        CHECK(v["b_tokens"]["details"][0]["what"] == "one token granted twice");
     }
     SUBCASE("a grant that returned before another began has the larger token") {
         auto c = clean();
@@ -159,6 +181,24 @@ TEST_CASE("campaign checker (c): the next grant before the holder said its lease
         c.faults.push_back({{"ev", "fault"}, {"f", "stop_holder"}, {"victim", {{"c", 1}, {"role", "lock"}, {"key", 0}}},
                             {"rt0", t0 + 60 * ms}, {"rt1", t0 + 400 * ms}, {"trial", 1}});
         CHECK(campaign::check(c)["c_lost_before_next_grant"]["excused"]["holder_stopped"] == 1);
+    }
+    SUBCASE("is not excused by a stop that ended long before the grant") {
+        // The holder resumed at 20 ms, its deadline passed: it had time to say so by 150 ms + 1 s.
+        c.faults.push_back({{"ev", "fault"}, {"f", "stop_holder"}, {"victim", {{"c", 1}, {"role", "lock"}, {"key", 0}}},
+                            {"rt0", t0 - 2000 * ms}, {"rt1", t0 - 1000 * ms}, {"trial", 1}});
+        for (auto& e : c.events)
+            if (e["ev"] == "grant" && e["c"] == 1) e["rt0"] = t0 - 2500 * ms;
+        const auto v = campaign::check(c);
+        CHECK(violations(v, "c_lost_before_next_grant") == 1);
+        CHECK(v["c_lost_before_next_grant"]["excused"]["holder_stopped"] == 0);
+    }
+    SUBCASE("is excused when the holder's own grant came back after the next one, lost at once") {
+        for (auto& e : c.events)
+            if (e["ev"] == "grant" && e["c"] == 1) e["rt"] = t0 + 160 * ms;
+        c.events.push_back({{"ev", "lost"}, {"c", 1}, {"k", "k0"}, {"tok", 1}, {"rt", t0 + 161 * ms}});
+        const auto v = campaign::check(c);
+        CHECK(violations(v, "c_lost_before_next_grant") == 0);
+        CHECK(v["c_lost_before_next_grant"]["excused"]["returned_after_next_grant_and_reported_at_once"] == 1);
     }
     SUBCASE("a lost report before the grant is enough") {
         c.events.push_back({{"ev", "lost"}, {"c", 1}, {"k", "k0"}, {"tok", 1}, {"rt", t0 + 120 * ms}});
