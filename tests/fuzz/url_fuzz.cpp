@@ -23,7 +23,9 @@
 //    message that depends on a password or user name shows some of it),
 //    and throws nothing but config_error;
 // 2. redact_url gives the same text for both (user names may show), for
-//    the URLs it is given: those parse_url accepts;
+//    the URLs it is given: those parse_url accepts, whose passwords are
+//    what the driver reads (the userinfo's and password parameters; the
+//    rest of the URL shows);
 // 3. mysql: parse_mysql_url refuses both with the same message, or accepts
 //    both with the same user, host, port, database and socket, and the
 //    password the harness expects;
@@ -368,8 +370,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                  "'" + printable(*verdict) + "' vs '" + printable(*twin_verdict) + "'");
     }
     // redact_url only ever sees URLs parse_url accepted (client_impl), and a
-    // sqlite: path without "//" holds no password.
-    const std::string twin_b = twin_of(u, r, all);
+    // sqlite: path without "//" holds no password. For those URLs the
+    // password is what the driver reads, no more: the rest of the URL
+    // (postgresql://db:5432/app?user=me@corp, whose '@' ends no userinfo)
+    // must show, since the redacted URL names the database in messages and
+    // in dialect::tables(), which keys the process's wake-up queues.
+    std::vector<span> real = r.userinfo;
+    real.insert(real.end(), r.params.begin(), r.params.end());
+    const std::string twin_b = twin_of(u, r, real);
     g_twin = twin_b;
     if (!verdict && r.k != kind::no_authority && read(twin_b) == r) {
         const std::string twin_redacted = sqlock::detail::redact_url(twin_b);
@@ -380,8 +388,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (verdict) return 0;  // refused: nothing further reaches a driver
 
     // 3. mysql://: what Connector/C++ is given, and parse_mysql_url's message.
-    std::vector<span> real = r.userinfo;
-    real.insert(real.end(), r.params.begin(), r.params.end());
     const std::string twin_c = twin_of(u, r, real);
     g_twin = twin_c;
     if (parts.scheme == "mysql") {
