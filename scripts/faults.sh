@@ -110,7 +110,9 @@ SERVER_DIR=$TMP/s
 cleanup() {
   local rc=$?
   trap - EXIT INT TERM
-  [[ -d "$SERVER_DIR" ]] && bash "$SERVERS" stop "$SERVER_DIR" >/dev/null 2>&1
+  # An if, not &&: a failed stop must not end the trap under set -e before
+  # the temp dir goes and the campaign's own status is returned.
+  if [[ -d "$SERVER_DIR" ]]; then bash "$SERVERS" stop "$SERVER_DIR" >/dev/null 2>&1 || true; fi
   rm -rf "$TMP"
   exit "$rc"
 }

@@ -91,7 +91,7 @@ int dispatch(int argc, char** argv, bool check_only = false) {
     app.name("sqlock");
     app.footer(footer);
     app.require_subcommand(1);
-    app.set_version_flag("--version", "sqlock 0.1");
+    app.set_version_flag("--version", "sqlock " SQLOCK_VERSION);  // the project's version, from CMake
     app.add_option("--url", s.url, "Database URL (default: $SQLOCK_URL, else sqlite:sqlock.db)")
         ->each([&](const std::string&) { s.url_given = true; });
     app.add_option("--table-prefix", s.table_prefix,

@@ -197,7 +197,9 @@ round_trip "pkg-config" "$WORK_DIR/pc-consumer" pkg-config
 
 # --- the program ------------------------------------------------------------
 version=$(/usr/bin/sqlock --version) || fail "/usr/bin/sqlock --version failed"
-[[ $version =~ ^sqlock\ [0-9] ]] || fail "/usr/bin/sqlock --version printed '$version'"
+# The package's own version, less its Debian revision: one number, from CMake's project().
+packaged=$(dpkg-query -W -f='${Version}' sqlock) || fail "dpkg-query found no sqlock package"
+[[ $version == "sqlock ${packaged%-*}" ]] || fail "/usr/bin/sqlock --version printed '$version', the package is $packaged"
 [[ $(command -v sqlock) == /usr/bin/sqlock ]] || fail "sqlock on PATH is $(command -v sqlock), not the package's"
 bash --norc --noprofile -c '. /usr/share/bash-completion/completions/sqlock && complete -p sqlock' >/dev/null ||
   fail "the installed completion does not register for sqlock"
