@@ -224,6 +224,22 @@ TEST_CASE_TEMPLATE("a semaphore permit is refused by every fence helper with con
     app->rollback();
 }
 
+// A moved-from lease holds nothing: lease.hpp promises lease_lost_error
+// from its fence_sql(), and the PostgreSQL and MySQL helpers said
+// config_error ("... not " and an empty dialect) instead.
+TEST_CASE_TEMPLATE("a moved-from lease is refused by every fence helper with lease_lost_error", Db, ALL_BACKENDS) {
+    Db db;
+    auto c = db.open();
+    auto held = c.try_acquire("k/moved");
+    REQUIRE(held);
+    sqlock::lease taken = std::move(*held);
+    auto app = db.raw();
+    app->begin();
+    CHECK_THROWS_AS(app->fence(*held), sqlock::lease_lost_error);  // NOLINT(bugprone-use-after-move): on purpose
+    app->rollback();
+    taken.release();
+}
+
 TEST_CASE_TEMPLATE("a fence outside a transaction or with another database's lease is refused", Db,
                    test::postgres_db) {
     Db db;

@@ -27,12 +27,16 @@ namespace sqlock::mysql {
 // (MySQL's default), call it before the transaction's first query (the lease
 // row is read from the transaction's snapshot). Thread-safety is conn's.
 inline void fence(sql::Connection& conn, const lease& held) {
+    // First what every fence refuses, as lease::fence_sql() says it: a
+    // moved-from (or never granted) lease is lease_lost_error, a permit
+    // config_error; only then a lease of another database.
+    const std::string sql = held.fence_sql();
     if (held.dialect() != "mysql")
         throw config_error("sqlock::mysql::fence needs a lease from a MySQL client, not " +
                            std::string(held.dialect()));
     if (conn.getAutoCommit())
         throw config_error("sqlock::mysql::fence needs an open transaction: call setAutoCommit(false) first");
-    std::unique_ptr<sql::PreparedStatement> ps(conn.prepareStatement(held.fence_sql()));
+    std::unique_ptr<sql::PreparedStatement> ps(conn.prepareStatement(sql));
     ps->setString(1, held.key());
     ps->setInt64(2, held.token());
     try {

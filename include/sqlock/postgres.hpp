@@ -21,11 +21,15 @@ namespace sqlock::postgres {
 // SERIALIZABLE, call it before tx's first query (the lease row is read from
 // tx's snapshot). Thread-safety is tx's.
 inline void fence(pqxx::transaction_base& tx, const lease& held) {
+    // First what every fence refuses, as lease::fence_sql() says it: a
+    // moved-from (or never granted) lease is lease_lost_error, a permit
+    // config_error; only then a lease of another database.
+    const std::string sql = held.fence_sql();
     if (held.dialect() != "postgres")
         throw config_error("sqlock::postgres::fence needs a lease from a PostgreSQL client, not " +
                            std::string(held.dialect()));
     try {
-        tx.exec_params(held.fence_sql(), held.key(), held.token());
+        tx.exec_params(sql, held.key(), held.token());
     } catch (const pqxx::sql_error& e) {
         if (e.sqlstate() != "SQ001") throw;
         std::string msg = e.what();
