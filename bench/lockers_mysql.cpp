@@ -162,7 +162,8 @@ public:
         if (mode_ == "select_for_update") {
             second_.emplace(t.mysql, statements_);
             library_setup(*second_, sql_);
-            for (const char* name : {"bump_row_lock_token", "ensure_row"}) second_->prepare(name, sql_.get(name));
+            for (const char* name : {"bump_row_lock_token", "first_row_lock_token", "ensure_row"})
+                second_->prepare(name, sql_.get(name));
             // What the library runs once on a connection it pins for select_for_update.
             std::unique_ptr<sql::PreparedStatement> pin(main_.conn().prepareStatement(sql_.get("pin_session")));
             pin->setInt(1, static_cast<int>(lease_ms_ / 1000));
@@ -260,10 +261,19 @@ private:
         return granted;
     }
 
-    static std::int64_t bump(session& s, const std::string& key) {
+    // From the counter the held transaction read, as the library does
+    // (compare-and-set); 0 when it moved, which nothing else here causes.
+    static std::int64_t bump(session& s, const std::string& key, std::int64_t counter) {
+        if (counter == 0) {
+            auto& first = s.ps("first_row_lock_token");
+            first.setString(1, key);
+            first.executeUpdate();
+            return 1;
+        }
         auto& b = s.ps("bump_row_lock_token");
         b.setString(1, key);
-        return s.scalar(b);
+        b.setInt64(2, counter);
+        return b.executeUpdate() == 1 ? counter + 1 : 0;
     }
 
     // START TRANSACTION; lock the row without waiting (creating it first if
@@ -276,11 +286,15 @@ private:
             auto& lock = bound(main_.ps("lock_row"), key, key, not_fair, not_fair, no_ticket, not_fair, no_ticket);
             try {
                 if (lock.executeUpdate() == 1) {
-                    token_ = bump(*second_, key);
-                    // As the library: the token read back in the held transaction.
-                    auto& read = main_.ps("read_token");
-                    read.setString(1, key);
-                    if (const std::int64_t back = main_.scalar(read); back != token_)
+                    // As the library: the key's counter read in the held
+                    // transaction, the bump from it, the token read back.
+                    auto read_token = [&] {
+                        auto& read = main_.ps("read_token");
+                        read.setString(1, key);
+                        return main_.scalar(read);
+                    };
+                    token_ = bump(*second_, key, read_token());
+                    if (const std::int64_t back = read_token(); back != token_)
                         failure("raw select_for_update: the token changed under the row lock of '" + key +
                                 "' (bumped to " + std::to_string(token_) + ", read back " + std::to_string(back) +
                                 ")");

@@ -123,7 +123,7 @@ private:
                 if (e.sqlstate() == lock_not_available) return false;
                 throw;
             }
-            // One row: present, locked (free and now ours), remaining.
+            // One row: present, locked (free and now ours), remaining, counter.
             if (!row[0][1].as<bool>()) {
                 ++statements_;  // ROLLBACK
                 held_tx_->abort();
@@ -132,7 +132,10 @@ private:
                 second_->run("ensure_row", key);
                 continue;
             }
-            token_ = second_->run("bump_token", key)[0][0].as<std::int64_t>();
+            // As the library: the bump from the counter lock_row read (a compare-and-set).
+            const auto bumped = second_->run("bump_token", key, row[0][3].as<std::int64_t>());
+            if (bumped.empty()) failure("raw select_for_update: the counter moved under the row lock");
+            token_ = bumped[0][0].as<std::int64_t>();
             // As the library: the token read back in the held transaction.
             ++statements_;
             if (held_tx_->exec_prepared1("read_token", key)[0].as<std::int64_t>() != token_)

@@ -469,9 +469,10 @@ TEST_CASE_TEMPLATE("a release wakes this process's waiters one at a time, highes
     for (auto& w : waiters) w.join();
     CHECK(order == std::vector<int>{6, 2, 4, 0, 1, 3, 5, 7});
     // Each grant's release woke the next head at once; the others' slowest
-    // poll (1 s) seldom falls in the few milliseconds this takes. Waking
-    // every waiter at each release made it 28 misses.
-    CHECK(c.stats().contention_misses - misses <= 2);
+    // poll (1 s) seldom falls in the few milliseconds this takes (a
+    // fresh-clone CI run on a loaded machine saw 3). Waking every waiter at
+    // each release made it 28 misses.
+    CHECK(c.stats().contention_misses - misses <= 4);
 }
 
 TEST_CASE_TEMPLATE("a lock's release rings the lock's waiter, not a semaphore's of the same name", Db,
