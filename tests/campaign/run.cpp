@@ -376,16 +376,25 @@ private:
     }
 
     // A client in state s (holding: also a job body at work), waiting up to 6 s for one.
-    // Successive picks prefer, in turn, a lock client, a writer of rw_key, a
-    // permit client, and a lock or job client, so that even a cell of one
-    // trial per fault, or a control of six, hurts every kind of holder. A
+    // Successive picks for a fault prefer, in turn, a lock client, a writer
+    // of rw_key, a permit client, and a lock or job client, so that a
+    // control of six trials, or the faults of a cell of one trial each,
+    // hurt every kind of holder. A
     // writer: a stopped reader breaks nothing unless a writer comes in its
     // gap, a stopped writer whenever anyone does. Any client in state s will
     // do when none preferred is by 4 s (a writer that has acted holds about
     // a fifth of the time: by 1 s, half the writer turns of the controls of
     // 2026-11-27 had taken someone else).
-    std::optional<int> pick(board::state s) {
-        const auto turn = picks_++ % 4;
+    std::optional<int> pick(board::state s, const std::string& fault) {
+        // Each fault takes its own turns, from a start of its own: in a short
+        // run, with one trial of each, stop_holder then pauses a lock client
+        // (a fenced writer) and kill_holder kills a writer of rw_key, where
+        // one count shared by all faults gave stop_holder a permit holder and
+        // never paused a lock holder outside the controls.
+        static const std::map<std::string, std::size_t, std::less<>> first{
+            {"stop_holder", 0}, {"kill_holder", 1}, {"starve_holder", 2}, {"kill_waiter", 3}};
+        const auto start = first.find(fault);
+        const auto turn = ((start == first.end() ? 0 : start->second) + picks_[fault]++) % 4;
         auto preferred = [&](const proc& p, const board::slot& b) {
             if (turn == 0) return p.role == "lock";
             // A holder of rw_key or a permit once it has acted (see board::slot::acted).
@@ -466,7 +475,7 @@ private:
         // A client in state `s` to apply the fault to, recorded in the event;
         // none: the trial is skipped and says why.
         auto victim_in = [&](board::state s, const char* none) -> std::optional<int> {
-            auto slot = pick(s);
+            auto slot = pick(s, f);
             if (slot)
                 e["victim"] = victim(*slot);
             else
@@ -713,7 +722,7 @@ private:
     std::optional<board> board_;
     std::map<int, proc> procs_;
     int next_id_ = 1;
-    std::size_t picks_ = 0;
+    std::map<std::string, std::size_t, std::less<>> picks_;  // per fault: victims picked so far
     int port_ = 0;
     bool root_ = false, skew_ = false, jump_ = false, storm_ = false;
 };
