@@ -12,7 +12,10 @@
 //     larger token. (A fence keeps the key's fence row locked to its
 //     commit, and every grant bumps that row: the grant commits after it.)
 //     A token order along seq alone let a stale write through when the
-//     next holder had not written yet.
+//     next holder had not written yet. And a write the fence refused came
+//     from a holder that said its lease was lost by a lease and a second
+//     later (a refusal of a holder told nothing is a fence refusing a live
+//     lease), unless the cell ended first.
 // (b) Tokens: no token granted twice for a key (two owners), none above the
 //     key's fence counter, and a grant that returned before another began
 //     acquiring has the smaller token (restarts included: the runs span them).
@@ -254,6 +257,14 @@ json check_writes(const cell_record& cell, const std::map<std::string, std::vect
                 t.add({{"k", k}, {"what", "two owners wrote with one token"}, {"tok", num(h, "tok")}});
         }
     }
+    // A fence refuses only a holder whose lease is gone, and that holder
+    // says so (on_lost) by its next renewal or check, well within a lease:
+    // a refusal of a holder that never said it within a lease and a second
+    // is a fence refusing a live lease (a holder told nothing, its work
+    // lost). Not judged where the cell ended first.
+    const std::int64_t slack = (num(cell.meta, "lease_ms", 2000) + 1000) * ms;
+    std::int64_t cell_end = 0;
+    for (const auto& e : cell.events) cell_end = std::max(cell_end, num(e, "rt"));
     int ok = 0, rejected = 0, doubt = 0, failed = 0;
     for (const auto& e : cell.events) {
         if (str(e, "ev") != "write") continue;
@@ -270,6 +281,14 @@ json check_writes(const cell_record& cell, const std::map<std::string, std::vect
             if (landed.count(wid))
                 t.add({{"what", "a write reported as failed is in the history"}, {"wid", wid}, {"res", res}});
         }
+        if (res != "rejected" || !e.contains("rt") || num(e, "rt") + slack > cell_end) continue;
+        auto list = grants.find(str(e, "k"));
+        if (list == grants.end()) continue;
+        for (const auto& g : list->second)
+            if (g.tok == num(e, "tok") && g.c == num(e, "c") && g.lost_rt > num(e, "rt") + slack)
+                t.add({{"k", str(e, "k")}, {"what", "a fence refused a holder that did not say its lease was lost"},
+                       {"holder", g.brief()}, {"wid", wid},
+                       {"lost_after_ms", g.lost_rt == never ? json("never") : json((g.lost_rt - num(e, "rt")) / ms)}});
     }
     counts["fenced_writes"] = cell.history.size();
     counts["writes_ok"] = ok;

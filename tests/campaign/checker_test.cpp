@@ -104,12 +104,36 @@ TEST_CASE("campaign checker (a): a write committed after a grant of a larger tok
     c.events.push_back({{"ev", "write"}, {"c", 1}, {"k", "k0"}, {"tok", 1}, {"own", "aaaa"}, {"wid", 1000002}, {"res", "ok"}});
     c.events.push_back({{"ev", "lost"}, {"c", 1}, {"k", "k0"}, {"tok", 1}, {"rt", t0 + 140 * ms}});
     auto v = campaign::check(c);
-    CHECK(violations(v, "a_fenced_writes") == 1);
+    REQUIRE(violations(v, "a_fenced_writes") == 1);
     CHECK(v["a_fenced_writes"]["details"][0]["what"] == "a write committed after a grant of a larger token returned");
     CHECK(v["violations"] == 1);
     // The same write before that grant returned (at 150 ms) is in order.
     c.history[1]["w_ms"] = t0 / ms + 149;
     CHECK(campaign::check(c)["violations"] == 0);
+}
+
+// A refused write is a holder the fence found without its lease: that
+// holder must say so. Before, refusals were only counted, and a fence that
+// refused live holders (as SQLite's shared fence once did) showed only as a
+// count someone had to notice.
+TEST_CASE("campaign checker (a): a fence refusing a holder that never said its lease was lost") {
+    auto c = clean();
+    c.events.push_back({{"ev", "write"}, {"c", 1}, {"k", "k0"}, {"tok", 1}, {"own", "aaaa"}, {"wid", 1000002},
+                        {"res", "rejected"}, {"rt", t0 + 60 * ms}});
+    c.events.push_back({{"ev", "tick"}, {"c", 0}, {"rt", t0 + 10'000 * ms}});  // the cell goes on
+    SUBCASE("is a violation") {
+        const auto v = campaign::check(c);
+        REQUIRE(violations(v, "a_fenced_writes") == 1);
+        CHECK(v["a_fenced_writes"]["details"][0]["what"] == "a fence refused a holder that did not say its lease was lost");
+    }
+    SUBCASE("passes when the holder said so within a lease and a second") {
+        c.events.push_back({{"ev", "lost"}, {"c", 1}, {"k", "k0"}, {"tok", 1}, {"rt", t0 + 900 * ms}});
+        CHECK(campaign::check(c)["violations"] == 0);
+    }
+    SUBCASE("is not judged when the cell ended first") {
+        c.events.pop_back();
+        CHECK(campaign::check(c)["violations"] == 0);
+    }
 }
 
 TEST_CASE("campaign checker (a): counter, sequence and acknowledged writes must agree") {
@@ -142,7 +166,7 @@ TEST_CASE("campaign checker (b): tokens are never granted twice nor out of order
         c.events.push_back({{"ev", "grant"}, {"c", 4}, {"k", "k0"}, {"tok", 2}, {"own", "cccc"},
                             {"rt0", t0 + 50 * ms}, {"rt", t0 + 150 * ms}});
         const auto v = campaign::check(c);
-        CHECK(violations(v, "b_tokens") == 1);
+        REQUIRE(violations(v, "b_tokens") == 1);
         CHECK(v["b_tokens"]["details"][0]["what"] == "one token granted twice");
     }
     SUBCASE("a grant that returned before another began has the larger token") {
