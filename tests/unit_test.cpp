@@ -285,6 +285,24 @@ TEST_CASE("deadline arithmetic saturates instead of overflowing") {
     CHECK(ms_to_ns(3) == 3'000'000);
 }
 
+TEST_CASE("a wait until a far time point of any clock and unit waits for ever, without overflow") {
+    // try_lock_until's time left was t - now in their common type: an
+    // hours-based time point converted to nanoseconds overflowed (UB; a
+    // sanitizer build stops there), and the wait came out as a single try.
+    using namespace std::chrono;
+    using sqlock::detail::wait_until;
+    CHECK(wait_until(time_point<system_clock, hours>::max()) == sqlock::wait_forever);
+    CHECK(wait_until(time_point<steady_clock, hours>::max()) == sqlock::wait_forever);
+    CHECK(wait_until(time_point<system_clock, hours>::min()) == milliseconds::zero());
+    // 400 years ahead, past what nanoseconds since the epoch can hold: a long wait, not none.
+    const auto far = time_point_cast<hours>(system_clock::now()) + hours(24 * 366 * 400);
+    CHECK(wait_until(far) > duration_cast<milliseconds>(hours(24 * 365 * 399)));
+    // Near time points keep their millisecond.
+    const auto soon = wait_until(steady_clock::now() + 250ms);
+    CHECK(soon > 200ms);
+    CHECK(soon <= 250ms);
+}
+
 TEST_CASE("lock options and timeouts are checked") {
     using sqlock::detail::validate_lock_options;
     CHECK_NOTHROW(validate_lock_options({}));

@@ -36,10 +36,13 @@ std::chrono::milliseconds wait_of(const std::chrono::duration<Rep, Period>& d) {
     if (exact(d) >= exact(wait_forever)) return wait_forever;
     return std::chrono::ceil<milliseconds>(d);
 }
+// The time left until t, subtracted in long double: t - now in their common
+// type (nanoseconds against an hours-based t) overflowed for a t that is far
+// off, such as time_point<system_clock, hours>::max().
 template <class Clock, class Duration>
 std::chrono::milliseconds wait_until(const std::chrono::time_point<Clock, Duration>& t) {
-    const auto now = Clock::now();
-    return t <= now ? std::chrono::milliseconds::zero() : wait_of(t - now);
+    using exact = std::chrono::duration<long double, std::milli>;
+    return wait_of(exact(t.time_since_epoch()) - exact(Clock::now().time_since_epoch()));
 }
 }  // namespace detail
 

@@ -8,6 +8,8 @@
 #  2. A build without the PostgreSQL and MySQL backends still compiles, installs and links,
 #     and opening a postgresql:// or mysql:// URL throws sqlock::config_error naming the
 #     CMake option that brings the backend in.
+#  3. A project that takes sqlock in with add_subdirectory gets sqlock::sqlock, and neither
+#     sqlock's tests nor its CPack settings (configured only: nothing is built).
 #
 # The nested builds use Release and the main build's compiler, flags and generator; when the
 # main build has SQLOCK_SANITIZE=ON, so do they (the consumer gets -fsanitize=... itself,
@@ -164,7 +166,7 @@ file(REMOVE_RECURSE "${WORK_DIR}")
 file(MAKE_DIRECTORY "${WORK_DIR}")
 
 # 1. find_package(sqlock) from the install prefix of the main build.
-message(STATUS "package test [1/2]: find_package(sqlock) from an install of ${BUILD_DIR}")
+message(STATUS "package test [1/3]: find_package(sqlock) from an install of ${BUILD_DIR}")
 set(prefix "${WORK_DIR}/prefix")
 run("cmake --install ${BUILD_DIR} --prefix ${prefix}"
     "${CMAKE_COMMAND}" --install "${BUILD_DIR}" --prefix "${prefix}")
@@ -173,10 +175,10 @@ message(STATUS "package test: installed config in ${sqlock_config_dir}")
 build_consumer("${prefix}" "${WORK_DIR}/consumer")
 round_trip("${WORK_DIR}/consumer/consumer" "${WORK_DIR}/consumer.db")
 elapsed(t)
-message(STATUS "package test [1/2] passed (${t})")
+message(STATUS "package test [1/3] passed (${t})")
 
 # 2. A build without the PostgreSQL and MySQL backends.
-message(STATUS "package test [2/2]: a build with SQLOCK_WITH_POSTGRES=OFF and SQLOCK_WITH_MYSQL=OFF")
+message(STATUS "package test [2/3]: a build with SQLOCK_WITH_POSTGRES=OFF and SQLOCK_WITH_MYSQL=OFF")
 set(minimal "${WORK_DIR}/minimal")
 set(minimal_prefix "${WORK_DIR}/minimal-prefix")
 run("configuring sqlock without the PostgreSQL and MySQL backends"
@@ -214,6 +216,37 @@ foreach(case IN ITEMS
   endif()
 endforeach()
 elapsed(t)
-message(STATUS "package test [2/2] passed (${t})")
+message(STATUS "package test [2/3] passed (${t})")
+
+# 3. sqlock as a subproject. include(CPack) ran there too, and wrote sqlock's package names
+#    and components into the parent's CPackConfig.cmake: the parent's `cpack` made
+#    libsqlock-dev and sqlock packages of the parent's files.
+message(STATUS "package test [3/3]: add_subdirectory(sqlock) in a parent project")
+set(parent "${WORK_DIR}/parent")
+file(MAKE_DIRECTORY "${parent}")
+file(WRITE "${parent}/CMakeLists.txt" "cmake_minimum_required(VERSION 3.22)
+project(parent_of_sqlock LANGUAGES CXX)
+set(SQLOCK_WITH_POSTGRES OFF CACHE BOOL \"\")
+set(SQLOCK_WITH_MYSQL OFF CACHE BOOL \"\")
+set(SQLOCK_BUILD_CLI OFF CACHE BOOL \"\")
+add_subdirectory(\"${SOURCE_DIR}\" sqlock)
+if(NOT TARGET sqlock::sqlock)
+  message(FATAL_ERROR \"add_subdirectory(sqlock) gave no sqlock::sqlock target\")
+endif()
+foreach(option IN ITEMS SQLOCK_BUILD_TESTS SQLOCK_BUILD_EXAMPLES SQLOCK_BUILD_BENCH)
+  if(\${option})
+    message(FATAL_ERROR \"\${option} is ON in a subproject build\")
+  endif()
+endforeach()
+")
+run("configuring a parent project with add_subdirectory(sqlock)"
+    "${CMAKE_COMMAND}" -S "${parent}" -B "${parent}/build" ${common_args})
+foreach(f IN ITEMS CPackConfig.cmake sqlock/CPackConfig.cmake)
+  if(EXISTS "${parent}/build/${f}")
+    fail("add_subdirectory(sqlock) wrote ${f}: sqlock's CPack settings reached the parent project")
+  endif()
+endforeach()
+elapsed(t)
+message(STATUS "package test [3/3] passed (${t})")
 
 message(STATUS "package test passed in ${t}")
