@@ -16,7 +16,8 @@
 #   dpkg-query) we exit immediately, so scripts/test.sh and scripts/demo.sh can
 #   call this on every run at almost no cost.
 # - Non-interactive: DEBIAN_FRONTEND=noninteractive, one `apt-get update`,
-#   then `apt-get install -y --no-install-recommends`.
+#   then `apt-get install -y --no-install-recommends`, each waiting up to 10
+#   minutes for a dpkg lock another apt holds.
 # - Needs root only when something is actually missing; as a normal user with
 #   everything present it succeeds, otherwise it says clearly what is missing.
 # - Installing postgresql / mariadb-server must not leave system services
@@ -115,13 +116,16 @@ if [[ ! -e "$POLICY" ]]; then
 fi
 
 export DEBIAN_FRONTEND=noninteractive
-apt-get update
+# A fresh cloud machine often runs unattended-upgrades or cloud-init's apt at
+# boot: wait for the dpkg lock (up to 10 minutes) instead of failing at once.
+APT_WAIT=(-o DPkg::Lock::Timeout=600)
+apt-get "${APT_WAIT[@]}" update
 # Install the whole list (not only the missing ones) so apt resolves them as
 # one transaction. --no-upgrade: an installed package stays at its version —
 # upgrading postgresql-15 under a running server makes it fail to load its
 # own plpgsql.so (seen here when a newer point release reached the mirror).
 # Keep existing config files if a package is reinstalled.
-apt-get install -y --no-install-recommends --no-upgrade \
+apt-get "${APT_WAIT[@]}" install -y --no-install-recommends --no-upgrade \
   -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
   "${PACKAGES[@]}"
 
