@@ -239,18 +239,50 @@ TEST_CASE_TEMPLATE("a run that loses its lease mid-run stops, records nothing as
     CHECK(out.status == sqlock::job_status::lost);
     CHECK(out.executed);
     CHECK(out.error.find("not held") != std::string::npos);
-    CHECK(out.record.status == sqlock::run_status::running);  // as claimed; never marked done
+    // Never marked done: marked lost, its attempt given back.
+    CHECK(out.record.status == sqlock::run_status::failed);
+    CHECK(out.record.attempts == 0);
     CHECK(out.record.token == first_token);
     CHECK(out.record.result.empty());
+    CHECK(out.record.last_error.find("the lease was lost during the run") != std::string::npos);
 
     auto again = runner.run("etl", "night-1", [&](const sqlock::job_context& c) {
-        CHECK(c.attempt == 2);
+        CHECK(c.attempt == 1);
         return std::string("done");
     });
     CHECK(again.status == sqlock::job_status::ran);
-    CHECK(again.record.attempts == 2);
+    CHECK(again.record.attempts == 1);
     CHECK(again.record.token > first_token);
-    CHECK(again.record.last_error.find("did not finish") != std::string::npos);
+    CHECK(again.record.last_error.find("the lease was lost during the run") != std::string::npos);
+}
+
+// The database let the lease go during the body (here: expired by hand and
+// taken by another client), so the fenced record is refused. Left
+// "running", the row read to the next caller as a dead holder's attempt:
+// with max_attempts 1, the run failed for good after one lost run.
+TEST_CASE_TEMPLATE("a run whose lease the database took away is retried at once, and does not count", Db,
+                   ALL_BACKENDS) {
+    Db db;
+    sqlock::job_runner runner(db.open(), {.lease = 1500ms, .max_attempts = 1});
+    auto thief = db.open();
+    const std::string key = sqlock::job_runner::lock_key("etl", "once");
+    auto out = runner.run("etl", "once", [&](const sqlock::job_context& c) {
+        expire_lease(db, key);
+        auto stolen = thief.try_acquire(key);
+        REQUIRE(stolen);
+        stolen->release();
+        CHECK(test::eventually([&] { return c.stop.stop_requested(); }, 10s));
+        return std::string("half done");
+    });
+    REQUIRE(out.status == sqlock::job_status::lost);
+    int calls = 0;
+    auto again = runner.run("etl", "once", [&](const sqlock::job_context& c) {
+        ++calls;
+        CHECK(c.attempt == 1);
+        return std::string("done");
+    });
+    CHECK(again.status == sqlock::job_status::ran);
+    CHECK(calls == 1);
 }
 
 // A claim answered after the lease's deadline (its grant waited on SQLite's
@@ -337,7 +369,7 @@ TEST_CASE_TEMPLATE("a body that stops because it judged its lease gone is a lost
     CHECK_FALSE(out.retry_in);
     CHECK(out.error.find("stopped at the lease's deadline") != std::string::npos);
     auto again = runner.run("guarded", "r1", [](const sqlock::job_context& c) {
-        CHECK(c.attempt == 2);
+        CHECK(c.attempt == 1);  // the lost attempt's number again
         return std::string("done");
     });
     CHECK(again.status == sqlock::job_status::ran);  // a failed attempt would wait an hour
@@ -371,6 +403,25 @@ TEST_CASE_TEMPLATE("a lost run does not use up max_attempts", Db, ALL_BACKENDS) 
     });
     CHECK(after.status == sqlock::job_status::failed);
     CHECK(calls == 1);
+    // Nor does a lost run count towards the limit once a real failure
+    // follows: the lost attempt still raised the count, so with 2 allowed,
+    // one lost run and one failure left the run failed for good.
+    sqlock::job_runner two(db.open(), {.max_attempts = 2, .retry_backoff = std::chrono::milliseconds(0)});
+    REQUIRE(two.run("lost-then-fails", "r1", [](const sqlock::job_context&) -> std::string {
+                   throw sqlock::lease_lost_error("stopped at the lease's deadline");
+               }).status == sqlock::job_status::lost);
+    auto transient = two.run("lost-then-fails", "r1", [](const sqlock::job_context&) -> std::string {
+        throw std::runtime_error("transient");
+    });
+    CHECK(transient.status == sqlock::job_status::failed);
+    CHECK(transient.retry_in.has_value());  // one real failure of the two allowed
+    auto third = two.run("lost-then-fails", "r1", [&](const sqlock::job_context& c) {
+        ++calls;
+        CHECK(c.attempt == 2);
+        return std::string("done");
+    });
+    CHECK(third.status == sqlock::job_status::ran);
+    CHECK(calls == 2);
 }
 
 TEST_CASE_TEMPLATE("a claim that committed but answered with a connection error does not count an attempt", Db,

@@ -56,7 +56,7 @@ struct job_record {
     std::string owner;   // lease owner id of the latest attempt
     std::string holder;  // host:pid:thread of the latest attempt
     std::int64_t token = 0;  // fencing token of the latest attempt
-    int attempts = 0;        // attempts started so far
+    int attempts = 0;        // attempts that count so far (not those lost, nor a running one's lost predecessor)
     std::optional<std::chrono::sys_time<std::chrono::milliseconds>> started_at, finished_at, retry_at;
     std::string result;      // what the job returned, when it succeeded
     std::string last_error;  // the latest failure, if any
@@ -77,7 +77,7 @@ struct job_context {
     std::string_view job;
     std::string_view run_key;
     std::int64_t token;     // the run's fencing token: pass it on, or fence writes with `lease`
-    int attempt;            // 1 for the first attempt of this run key
+    int attempt;            // 1 for the first attempt of this run key; a lost attempt's number is used again
     std::stop_token stop;   // requested when the lease is lost: stop work then
     const sqlock::lease& lease;  // for sqlock::postgres::fence and friends
 };

@@ -295,6 +295,12 @@ public:
     // The run's ledger row, unlocked; its now_ms is set even when absent
     // (then the row is empty with status "").
     virtual job_row job_read(std::string_view job, std::string_view run_key) = 0;
+    // Gives a lost attempt back, without a fence (the lease is gone): when the
+    // run's row is still the running claim of this owner and token, it becomes
+    // failed with a retry at once and one attempt fewer, and last_error. A row
+    // claimed or recorded since is left alone. True when the row changed.
+    virtual bool job_abandon(std::string_view job, std::string_view run_key, std::string_view owner,
+                             std::int64_t token, std::string_view error) = 0;
     // Ledger rows, newest first: of one job (exact), or of every job whose
     // name starts with `job` (not exact; "" for every job).
     virtual std::vector<job_row> job_list(std::string_view job, bool exact, std::size_t limit) = 0;

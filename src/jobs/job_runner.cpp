@@ -249,8 +249,10 @@ job_outcome job_runner::run_body(std::string_view job, std::string_view run_key,
         out.error = row.last_error;
         // A lost run (the lease lost during its body, or the body judged it
         // gone) is retried at once and is not a failed attempt
-        // (docs/jobs.md): its row says so by a retry time no later than its
-        // finish. Only failed attempts use up max_attempts.
+        // (docs/jobs.md): its row gives the attempt back (attempts - 1), so
+        // only failed attempts use up max_attempts. Rows of versions before
+        // that counted it, and are known by a retry time no later than their
+        // finish (two clock readings, which could straddle a millisecond).
         const bool lost_run = row.retry_ms != 0 && row.retry_ms <= row.finished_ms;
         if (row.attempts >= options_.max_attempts && !lost_run) return out;
         if (row.retry_ms > row.now_ms) {
@@ -380,7 +382,13 @@ job_outcome job_runner::run_body(std::string_view job, std::string_view run_key,
     }
     if (!claimed.held) return lost_outcome(claimed.reason);
     if (settled_meanwhile) {
-        held->release();
+        try {
+            held->release();
+        } catch (const std::exception& e) {
+            // The outcome is known (and, for a dead holder's run, committed):
+            // a release that fails must not turn it into an exception.
+            impl.log().warn("releasing the run '{}' failed: {} (the lease expires on its own)", key, e.what());
+        }
         if (settled_meanwhile->record.job.empty()) settled_meanwhile->record = to_record(read(), job, run_key);
         return *settled_meanwhile;
     }
@@ -417,7 +425,8 @@ job_outcome job_runner::run_body(std::string_view job, std::string_view run_key,
     // Record the outcome, fenced: if the lease is gone, nothing is written.
     job_outcome out;
     out.executed = started;
-    // An attempt whose body never started does not count.
+    // An attempt whose body never started does not count, nor does a lost
+    // one (below): the next attempt takes its number again.
     detail::job_write w{.job = job, .run_key = run_key, .owner = held->owner(), .holder = holder,
                         .token = token, .attempts = started ? attempt : attempt - 1};
     std::string stored_error;
@@ -432,6 +441,7 @@ job_outcome job_runner::run_body(std::string_view job, std::string_view run_key,
         stored_error = storable(out.error, max_error_bytes);
         w.status = to_string(run_status::failed);
         w.retry_in_ms = 0;
+        w.attempts = attempt - 1;
     } else if (ok) {
         out.status = job_status::ran;
         w.status = to_string(run_status::succeeded);
@@ -456,6 +466,7 @@ job_outcome job_runner::run_body(std::string_view job, std::string_view run_key,
     // a few times only: retried until the lease is gone, it would never end,
     // as the watchdog keeps the lease while the database answers.
     detail::fence_result recorded;
+    bool lease_gone = false;  // why recorded.held is false: the lease, not the database refusing the row
     int refused = 0;
     for (auto pause = std::chrono::milliseconds(50);; pause = std::min(pause * 2, std::chrono::milliseconds(1000))) {
         try {
@@ -465,10 +476,12 @@ job_outcome job_runner::run_body(std::string_view job, std::string_view run_key,
                     return true;
                 });
             });
+            lease_gone = !recorded.held;
             break;
         } catch (const sqlock::error& e) {
             const bool unreachable = dynamic_cast<const connection_error*>(&e) || dynamic_cast<const timeout_error*>(&e);
             if (held->lost() || (!unreachable && ++refused >= 3)) {
+                lease_gone = held->lost();
                 recorded = {false, std::string(held->lost() ? "the outcome could not be recorded before the lease "
                                                               "ran out: "
                                                             : "the database refused the outcome's record: ") +
@@ -491,6 +504,25 @@ job_outcome job_runner::run_body(std::string_view job, std::string_view run_key,
         const bool ours = row && row->owner == w.owner && row->token == w.token && row->attempts == w.attempts &&
                           row->status == w.status && row->finished_ms != 0;
         if (!ours) {
+            // The lease went during the run (the database gave it up first):
+            // a lost run, which the next caller retries at once without
+            // counting it. Left "running", the run read as a dead holder's
+            // attempt, and with max_attempts 1 it failed for good. Not when
+            // the database refused the row while the lease held: that
+            // attempt counts, or a run it always refuses would run for ever.
+            if (lease_gone) {
+                try {
+                    impl.with_session([&](detail::session& s) {
+                        return s.job_abandon(job, run_key, w.owner, token,
+                                             storable("the lease was lost during the run: " + recorded.reason +
+                                                          (error.empty() ? std::string() : " (" + error + ")"),
+                                                      max_error_bytes));
+                    });
+                } catch (const sqlock::error& e) {
+                    impl.log().warn("marking the run '{}' lost failed: {} (the next caller counts it as an attempt)",
+                                    key, e.what());
+                }
+            }
             auto lost =
                 lost_outcome(recorded.reason + (error.empty() ? std::string() : " (the job failed: " + error + ")"));
             lost.executed = true;

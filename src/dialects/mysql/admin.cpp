@@ -193,6 +193,13 @@ job_row my_session::job_read(std::string_view job, std::string_view run_key) {
     });
 }
 
+bool my_session::job_abandon(std::string_view job, std::string_view run_key, std::string_view owner,
+                             std::int64_t token, std::string_view error) {
+    return guarded("giving a lost attempt back", [&] {
+        return update("job_abandon", error, job, run_key, owner, token) == 1;
+    });
+}
+
 std::vector<job_row> my_session::job_list(std::string_view job, bool exact, std::size_t limit) {
     return guarded("listing the job ledger", [&] {
         auto& ps = prepared("job_list");

@@ -130,6 +130,11 @@ job_row pg_session::job_read(std::string_view job, std::string_view run_key) {
                    [&] { return read_job_row(pg_row{run("job_row", job, run_key)[0]}); });
 }
 
+bool pg_session::job_abandon(std::string_view job, std::string_view run_key, std::string_view owner,
+                             std::int64_t token, std::string_view error) {
+    return affected("job_abandon", job, run_key, owner, token, error) == 1;
+}
+
 std::vector<job_row> pg_session::job_list(std::string_view job, bool exact, std::size_t limit) {
     return guarded("listing the job ledger", [&] {
         std::vector<job_row> out;

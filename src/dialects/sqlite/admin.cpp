@@ -135,6 +135,11 @@ job_row sqlite_session::job_read(std::string_view job, std::string_view run_key)
     return read_job_row(q);
 }
 
+bool sqlite_session::job_abandon(std::string_view job, std::string_view run_key, std::string_view owner,
+                                 std::int64_t token, std::string_view error) {
+    return update("job_abandon", job, run_key, owner, token, error) == 1;
+}
+
 std::vector<job_row> sqlite_session::job_list(std::string_view job, bool exact, std::size_t limit) {
     auto q = prepare("job_list");
     q.bind(1, job).bind(2, static_cast<std::int64_t>(limit)).bind(3, std::int64_t{exact});
