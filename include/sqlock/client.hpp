@@ -105,6 +105,8 @@ struct client_capabilities {
                                       // (PostgreSQL LISTEN/NOTIFY, MariaDB's doorbell, SQLite's
                                       // datagram socket); without (Galera, a transaction pool)
                                       // waiters poll
+    bool shared_locks = true;         // acquire_shared and shared_mutex are available; not on Galera,
+                                      // which does not certify a reader joining a group
     bool sql_fence = false;           // lease::fence_sql() names an SQL function that fences writes
     bool relaxed_durability = false;  // client_options::durability = relaxed is accepted
     bool embedded = false;            // a file this process opens, no server (SQLite): created on first use

@@ -11,6 +11,7 @@
 namespace sqlock::detail::mysql {
 
 grant_result my_session::grant_holder(const holder_request& r) {
+    if (galera_ && r.kind == 'S') throw config_error(galera_no_shared_locks());
     return guarded("grant", [&]() -> grant_result {
         auto& call = prepared(r.kind == 'S' ? "shared_grant" : "permit_grant");
         if (r.kind == 'S')

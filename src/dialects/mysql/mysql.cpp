@@ -60,6 +60,13 @@ std::string galera_no_row_locks() {
            "unique_insert, whose grants Galera certifies cluster-wide";
 }
 
+std::string galera_no_shared_locks() {
+    return "reader-writer (shared) locks are not available on a Galera cluster node (wsrep_on): a reader that "
+           "joins a live group writes no row that the group's last release on another node writes, so "
+           "certification lets both commit and a writer could be granted while that reader holds the key; use "
+           "exclusive locks, or semaphore permits, whose grants write the semaphore's row";
+}
+
 my_session::my_session(const my_setup& setup) : setup_(setup), ctx_(setup.ctx) {
     const auto& t = setup.target;
     // ConnectOptionsMap must be a named lvalue, and unknown keys are
@@ -342,8 +349,8 @@ public:
         // time anyone asks. There the doorbell cannot reach a waiter on
         // another node (thread ids are per node): waiters poll.
         const bool galera = setup_.galera.load() == wsrep::on;
-        return {.row_locks = !galera, .wake_ups = !galera, .sql_fence = true, .relaxed_durability = false,
-                .embedded = false};
+        return {.row_locks = !galera, .wake_ups = !galera, .shared_locks = !galera, .sql_fence = true,
+                .relaxed_durability = false, .embedded = false};
     }
     std::string no_row_locks_reason() const override { return galera_no_row_locks(); }
     std::unique_ptr<session> connect() override { return std::make_unique<my_session>(setup_); }

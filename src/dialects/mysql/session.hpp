@@ -74,6 +74,8 @@ struct my_setup {
 
 // Why select_for_update is refused on a Galera node.
 std::string galera_no_row_locks();
+// Why shared grants are refused on a Galera node.
+std::string galera_no_shared_locks();
 
 class my_session final : public session, public row_lock_ops {
 public:
