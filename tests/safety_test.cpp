@@ -17,6 +17,8 @@
 #include "support/process.hpp"
 
 #include <sqlock/sqlock.hpp>
+#include <spdlog/sinks/base_sink.h>
+#include <spdlog/spdlog.h>
 
 #include <atomic>
 #include <chrono>
@@ -31,6 +33,8 @@
 #include <stop_token>
 #include <string>
 #include <thread>
+#include <string_view>
+#include <mutex>
 #include <vector>
 
 using namespace std::chrono_literals;
@@ -760,6 +764,81 @@ TEST_CASE_TEMPLATE("a renewal answered after the deadline does not bring the lea
     CHECK(l->lost());
     CHECK(l->deadline() < sqlock::lease_clock::now());
     CHECK(c.stats().leases_lost == 1);
+}
+
+// The loss is found between a renewal's checks and its on_renewed (another
+// thread's lost() once the deadline passed, here at the fault point): on_lost
+// was queued first, and the on_renewed queued after it ran as well, telling
+// the application its lost lease was healthy again; renew() said true.
+TEST_CASE_TEMPLATE("on_renewed never runs after on_lost, and renew() of a lease lost meanwhile is false", Db,
+                   test::sqlite_db) {
+    Db db;
+    auto c = db.open_quiet();
+    suspend::clock_in_use clock_in_use;
+    std::mutex mu;
+    std::vector<std::string> told;
+    auto tell = [&](const char* what) {
+        std::lock_guard lock(mu);
+        told.emplace_back(what);
+    };
+    auto l = c.try_acquire("order/k", {.lease = 60s,
+                                       .auto_renew = false,
+                                       .on_lost = [&](const std::string&, std::int64_t) { tell("on_lost"); },
+                                       .on_renewed = [&](const std::string&, std::int64_t) { tell("on_renewed"); }});
+    REQUIRE(l);
+    sqlock::detail::set_fault_hook_for_testing([&](sqlock::detail::fault_point p) {
+        if (p != sqlock::detail::fault_point::renewal_confirmed) return;
+        suspend::offset_ns = std::chrono::nanoseconds(600s).count();
+        CHECK(l->lost());  // past even the renewed deadline: lost, said here
+    });
+    const bool renewed = l->renew();
+    sqlock::detail::set_fault_hook_for_testing(nullptr);
+    CHECK_FALSE(renewed);
+    CHECK(l->lost());
+    CHECK(test::eventually(
+        [&] {
+            std::lock_guard lock(mu);
+            return !told.empty();
+        },
+        5s));
+    std::this_thread::sleep_for(300ms);  // anything queued after on_lost has run by now
+    std::lock_guard lock(mu);
+    CHECK(told == std::vector<std::string>{"on_lost"});
+}
+
+// The deadline timer logged each loss before it requested the stop and
+// queued on_lost: a log sink that blocked (stderr a full pipe) held up both,
+// for this lease and every lease due after it, while another owner could
+// already take the keys.
+TEST_CASE_TEMPLATE("a log sink that blocks does not hold up a loss's stop token or on_lost", Db, test::sqlite_db) {
+    Db db;
+    struct blocking_sink final : spdlog::sinks::base_sink<std::mutex> {
+        std::atomic<bool> open{false};
+        void sink_it_(const spdlog::details::log_msg& m) override {
+            const std::string_view text(m.payload.data(), m.payload.size());
+            if (text.find("is lost") == std::string_view::npos) return;
+            while (!open.load()) std::this_thread::sleep_for(1ms);
+        }
+        void flush_() override {}
+    };
+    auto sink = std::make_shared<blocking_sink>();
+    auto o = db.options();
+    o.sweep = false;
+    o.logger = std::make_shared<spdlog::logger>("blocked", sink);
+    auto c = sqlock::client::open(db.url(), o);
+    std::atomic<int> on_lost{0};
+    auto count = [&](const std::string&, std::int64_t) { ++on_lost; };
+    auto first = c.try_acquire("sink/a", {.lease = 300ms, .auto_renew = false, .on_lost = count});
+    auto second = c.try_acquire("sink/b", {.lease = 600ms, .auto_renew = false, .on_lost = count});
+    REQUIRE(first);
+    REQUIRE(second);
+    const bool both = test::eventually(
+        [&] { return first->stop_token().stop_requested() && second->stop_token().stop_requested(); }, 5s);
+    const bool told_first = test::eventually([&] { return on_lost.load() >= 1; }, 5s);
+    sink->open = true;
+    CHECK(both);
+    CHECK(told_first);
+    CHECK(test::eventually([&] { return on_lost.load() == 2; }, 5s));
 }
 
 // --- loss signals never wait on the database ----------------------------------

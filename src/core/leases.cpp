@@ -50,9 +50,6 @@ void client_impl::signal_lost(grant& g, loss_cause cause) {
     ++counters_.leases_lost;
     telemetry_.lost[static_cast<std::size_t>(cause)].fetch_add(1);
     end_hold(g, now);
-    // A fixed lease running out is what its owner asked for; anything else is news.
-    log_->log(g.auto_renew ? spdlog::level::warn : spdlog::level::info, "lease on '{}' (token {}) is lost ({})", g.key,
-              g.token, to_string(cause));
     g.stop.request_stop();
     if (g.on_lost) post(g, &grant::on_lost, "on_lost");
     if (events_) {
@@ -61,6 +58,19 @@ void client_impl::signal_lost(grant& g, loss_cause cause) {
         e.hold = std::chrono::nanoseconds(std::max<std::int64_t>(now - g.granted_ns, 0));
         post_event(g, std::move(e));
     }
+    // Logged last and on the callback thread: this often runs on the deadline
+    // timer's thread, which signals every lease of the client, and a sink
+    // that blocks (stderr a full pipe, a stalled journald) held up the stop
+    // token and on_lost of this lease and of every lease due after it, past
+    // the database's expiry. A fixed lease running out is what its owner
+    // asked for; anything else is news.
+    callbacks_->post([log = log_, level = g.auto_renew ? spdlog::level::warn : spdlog::level::info, key = g.key,
+                      token = g.token, cause] {
+        try {
+            log->log(level, "lease on '{}' (token {}) is lost ({})", key, token, to_string(cause));
+        } catch (...) {
+        }
+    });
 }
 
 // Runs `which` of the grant's callbacks on the callback thread. The closure
@@ -73,7 +83,9 @@ void client_impl::post(grant& g, std::function<void(const std::string&, std::int
         std::unique_lock<std::mutex> renewing;
         if (which == &grant::on_renewed) {
             renewing = std::unique_lock(g->renewed_mu);
-            if (g->released.load()) return;
+            // Nor once it was lost: a loss found between a renewal's check
+            // and this post queued on_lost first, and callbacks run in order.
+            if (g->released.load() || g->lost.load()) return;
         }
         try {
             ((*g).*which)(g->key, g->token);
@@ -175,13 +187,16 @@ bool client_impl::confirm_renewal(grant& g, std::int64_t sent, std::int64_t db_n
     }
     g.confirmed(sent);
     ++counters_.renewals;
+    fault(fault_point::renewal_confirmed);
     if (g.on_renewed && !g.released.load()) post(g, &grant::on_renewed, "on_renewed");
     if (events_) {
         auto e = event_of(g, event_kind::renewed);
         e.db_time = std::chrono::nanoseconds(db_ns);
         post_event(g, std::move(e));
     }
-    return true;
+    // A loss found meanwhile (another thread's lost() past the deadline)
+    // stands: renew() does not say true for a lease that is lost.
+    return !g.lost.load();
 }
 
 void client_impl::release(grant& g) {
@@ -429,6 +444,7 @@ std::vector<bool> client_impl::heartbeat(const std::vector<ticket_timing*>& batc
 void client_impl::renewed(lease_timing& lease) {
     auto& g = static_cast<grant&>(lease);
     ++counters_.renewals;
+    fault(fault_point::renewal_confirmed);
     if (g.on_renewed && !g.released.load()) post(g, &grant::on_renewed, "on_renewed");
     if (events_) {
         auto e = event_of(g, event_kind::renewed);

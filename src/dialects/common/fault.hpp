@@ -20,6 +20,7 @@ enum class fault_point {
     release_sending,           // a lease's release (not select_for_update's) is about to be sent
     job_claimed,               // a job runner's claim came back, before its body starts
     row_lock_bumped,           // a select_for_update grant bumped the fence, not yet read back in its held transaction
+    renewal_confirmed,         // a renewal's answer was taken (not late, not lost), its on_renewed not yet posted
 };
 
 // The hook runs on the thread that reached the point and may throw (e.g. a
