@@ -10,6 +10,7 @@
 // private network namespace tests/partition/run.sh makes.
 
 #include "watchdog/clock.hpp"
+#include "dialects/postgres/canceller.hpp"
 #include "dialects/common/fault.hpp"
 #include "dialects/common/sql_library.hpp"
 #include "support/doctest_types.hpp"
@@ -33,6 +34,10 @@
 #include <stop_token>
 #include <string>
 #include <thread>
+#include <poll.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <future>
 #include <string_view>
 #include <mutex>
 #include <vector>
@@ -1440,6 +1445,124 @@ TEST_CASE_TEMPLATE("loss is signalled by the deadline while the server is frozen
     server_thaws guard{db.name()};
     check_loss_signals_while_unreachable(
         db, [&] { test::servers("freeze " + db.name()); }, [&] { test::servers("thaw " + db.name()); });
+}
+
+// A TCP relay to the server that can play a frozen server: once frozen it
+// forwards nothing and leaves new connections unanswered, as a server does
+// whose processes are stopped while its kernel still completes handshakes.
+class freezable_relay {
+public:
+    explicit freezable_relay(int target_port) : target_(target_port) {
+        listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        REQUIRE(::bind(listener_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+        REQUIRE(::listen(listener_, 16) == 0);
+        socklen_t len = sizeof a;
+        ::getsockname(listener_, reinterpret_cast<sockaddr*>(&a), &len);
+        port_ = ntohs(a.sin_port);
+        thread_ = std::thread([this] { run(); });
+    }
+    ~freezable_relay() {
+        stop_ = true;
+        if (thread_.joinable()) thread_.join();
+        for (int f : fds_) ::close(f);
+        ::close(listener_);
+    }
+    int port() const { return port_; }
+    void freeze() { frozen_ = true; }
+    // Closes every connection: what waits on one returns.
+    void cut() {
+        stop_ = true;
+        if (thread_.joinable()) thread_.join();
+        for (int f : fds_) ::shutdown(f, SHUT_RDWR);
+    }
+
+private:
+    void run() {
+        std::vector<std::pair<int, int>> pairs;  // client, server
+        while (!stop_) {
+            std::vector<pollfd> p{{listener_, POLLIN, 0}};
+            if (!frozen_)
+                for (auto [c, srv] : pairs) {
+                    p.push_back({c, POLLIN, 0});
+                    p.push_back({srv, POLLIN, 0});
+                }
+            if (::poll(p.data(), p.size(), 20) <= 0) continue;
+            if (p[0].revents & POLLIN) {
+                const int c = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
+                if (c < 0) continue;
+                fds_.push_back(c);
+                if (frozen_) continue;  // accepted by the kernel, never answered
+                const int srv = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+                sockaddr_in a{};
+                a.sin_family = AF_INET;
+                a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+                a.sin_port = htons(static_cast<std::uint16_t>(target_));
+                if (::connect(srv, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+                    ::close(srv);
+                    continue;
+                }
+                fds_.push_back(srv);
+                pairs.emplace_back(c, srv);
+            }
+            for (std::size_t i = 1; i < p.size(); ++i) {
+                if (!(p[i].revents & (POLLIN | POLLHUP))) continue;
+                const auto& pair = pairs[(i - 1) / 2];
+                const int to = p[i].fd == pair.first ? pair.second : pair.first;
+                char buf[8192];
+                const ssize_t n = ::read(p[i].fd, buf, sizeof buf);
+                if (n > 0) [[maybe_unused]] auto w = ::write(to, buf, static_cast<std::size_t>(n));
+            }
+        }
+    }
+    int target_, listener_ = -1, port_ = 0;
+    std::atomic<bool> stop_{false}, frozen_{false};
+    std::vector<int> fds_;
+    std::thread thread_;
+};
+
+int port_in(const std::string& url) {
+    const auto at = url.find('@');
+    const auto colon = url.find(':', at);
+    return std::stoi(url.substr(colon + 1, url.find('/', colon) - colon - 1));
+}
+
+// PQcancel connects to the server and waits for its answer, which a frozen
+// server never sends; it ran under the canceller's mutex, which every
+// statement's arm() takes, so one statement stuck on a frozen old primary
+// stalled every statement of the client, those on the promoted standby too
+// (found in review with two servers, one frozen; here the relay plays the
+// frozen one).
+TEST_CASE_TEMPLATE("a cancel stuck on a frozen server does not hold up statements on another", Db, test::postgres_db) {
+    Db db;
+    const std::string url = db.url();
+    const int port = port_in(url);
+    freezable_relay relay(port);
+    // postgresql://USER@127.0.0.1:PORT/DB, as scripts/test-servers.sh writes it.
+    const auto user = url.substr(url.find("://") + 3, url.find('@') - url.find("://") - 3);
+    const auto rest = " user=" + user + " dbname=" + url.substr(url.rfind('/') + 1);
+    const auto direct = "host=127.0.0.1 port=" + std::to_string(port) + rest;
+    const auto through = "host=127.0.0.1 port=" + std::to_string(relay.port()) + rest;
+    pqxx::connection frozen_conn(through);
+    pqxx::connection healthy_conn(direct);
+    sqlock::detail::postgres::canceller cancels;
+    relay.freeze();
+    // A statement on the frozen server, armed with a short bound: its cancel
+    // is due at once and hangs.
+    const auto stuck = cancels.arm(frozen_conn, std::chrono::milliseconds(50));
+    std::this_thread::sleep_for(500ms);
+    auto healthy = std::async(std::launch::async, [&] {
+        const auto id = cancels.arm(healthy_conn, 10s);
+        pqxx::nontransaction(healthy_conn).exec("SELECT 1");
+        return cancels.disarm(id);
+    });
+    const bool answered = healthy.wait_for(10s) == std::future_status::ready;
+    CHECK(answered);
+    relay.cut();  // the stuck cancel returns, and with it a stalled arm()
+    CHECK(cancels.disarm(stuck));  // its cancel was sent
+    if (answered) CHECK_FALSE(healthy.get());  // finished within its bound, not cancelled
 }
 
 }  // TEST_SUITE("fault")

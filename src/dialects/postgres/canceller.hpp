@@ -14,6 +14,7 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 namespace sqlock::detail::postgres {
 
@@ -48,36 +49,62 @@ public:
         if (deadline < wake_at_) cv_.notify_all();
         return id;
     }
-    // True when the cancel was sent: the statement outlived the bound.
+    // True when the cancel was sent: the statement outlived the bound. A
+    // cancel of this statement under way finishes first, so that the
+    // connection cannot go while PQcancel uses it.
     bool disarm(std::uint64_t id) {
-        std::lock_guard lock(mu_);  // a cancel under way finishes before the connection can go
-        return armed_.erase(id) == 0;
+        std::unique_lock lock(mu_);
+        for (;;) {
+            const auto it = armed_.find(id);
+            if (it == armed_.end()) return true;
+            if (!it->second.cancelling) {
+                armed_.erase(it);
+                return false;
+            }
+            cancelled_.wait(lock);
+        }
     }
 
 private:
     struct entry {
         pqxx::connection* conn;
         std::chrono::steady_clock::time_point deadline;
+        bool cancelling = false;
     };
 
+    // PQcancel runs without mu_: it opens a connection to the server and
+    // waits for its answer, which a server that is frozen while its kernel
+    // still answers (SIGSTOP, a paused container) never sends. Under mu_,
+    // every statement of the client then waited in arm(), those on a healthy
+    // node after a failover too.
     void main() {
         std::unique_lock lock(mu_);
         while (!stop_) {
             auto next = std::chrono::steady_clock::time_point::max();
             const auto now = std::chrono::steady_clock::now();
-            for (auto it = armed_.begin(); it != armed_.end();) {
-                if (it->second.deadline <= now) {
-                    try {
-                        it->second.conn->cancel_query();  // PQcancel: safe from another thread
-                    } catch (const std::exception&) {
-                        // The connection is gone: its statement fails on its own.
-                    }
-                    it = armed_.erase(it);
+            std::vector<std::uint64_t> due;
+            for (auto& [id, e] : armed_) {
+                if (e.cancelling) continue;
+                if (e.deadline <= now) {
+                    e.cancelling = true;
+                    due.push_back(id);
                 } else {
-                    next = std::min(next, it->second.deadline);
-                    ++it;
+                    next = std::min(next, e.deadline);
                 }
             }
+            for (const auto id : due) {
+                pqxx::connection* conn = armed_.at(id).conn;
+                lock.unlock();
+                try {
+                    conn->cancel_query();  // PQcancel: safe from another thread
+                } catch (const std::exception&) {
+                    // The connection is gone: its statement fails on its own.
+                }
+                lock.lock();
+                armed_.erase(id);  // disarm() waits for this while cancelling
+                cancelled_.notify_all();
+            }
+            if (!due.empty()) continue;  // time has passed: look again
             wake_at_ = next;
             if (next == std::chrono::steady_clock::time_point::max()) cv_.wait(lock);
             else cv_.wait_until(lock, next);
@@ -86,6 +113,7 @@ private:
 
     std::mutex mu_;
     std::condition_variable cv_;
+    std::condition_variable cancelled_;  // an entry's cancel has ended
     std::map<std::uint64_t, entry> armed_;
     std::uint64_t next_ = 0;
     std::chrono::steady_clock::time_point wake_at_ = std::chrono::steady_clock::time_point::min();
