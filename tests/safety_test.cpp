@@ -1447,6 +1447,31 @@ TEST_CASE_TEMPLATE("loss is signalled by the deadline while the server is frozen
         db, [&] { test::servers("freeze " + db.name()); }, [&] { test::servers("thaw " + db.name()); });
 }
 
+// Closing a client whose wake-up listener LISTENs: libpqxx's receiver sent
+// UNLISTEN and waited for the answer, which a frozen server never sends, so
+// the destructor hung until the server was thawed (found in review).
+TEST_CASE_TEMPLATE("a client whose listener LISTENs closes while the server is frozen", Db, test::postgres_db) {
+    Db db;
+    std::optional<sqlock::client> c(db.open_quiet());
+    auto holder = db.open_quiet();
+    {
+        auto held = holder.acquire("frozen/listen", 10s);
+        auto waiting = std::async(std::launch::async, [&] { return c->acquire("frozen/listen", 10s); });
+        std::this_thread::sleep_for(300ms);  // c queued: its listener LISTENs
+        held.release();
+        auto got = waiting.get();
+        got.release();
+    }
+    REQUIRE(c->stats().wakeups >= 1);
+    server_thaws guard{db.name()};
+    test::servers("freeze " + db.name());
+    auto closing = std::async(std::launch::async, [&] { c.reset(); });
+    const bool closed = closing.wait_for(10s) == std::future_status::ready;
+    CHECK(closed);
+    test::servers("thaw " + db.name());
+    closing.wait();
+}
+
 // A TCP relay to the server that can play a frozen server: once frozen it
 // forwards nothing and leaves new connections unanswered, as a server does
 // whose processes are stopped while its kernel still completes handshakes.

@@ -9,6 +9,8 @@
 
 #include "dialects/postgres/session.hpp"
 
+#include <sys/socket.h>
+
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -174,6 +176,16 @@ public:
         } catch (const pqxx::failure& e) {
             throw connection_error(std::string("cannot LISTEN for wake-ups: ") + e.what());
         }
+    }
+    // The receiver's destructor sends UNLISTEN and waits for the answer
+    // (libpqxx 6.4), with no bound: a server frozen while its kernel answers
+    // (SIGSTOP, a paused container) never gives one, and the client's
+    // destructor, which joins the listener's thread, hung as long. The
+    // socket is shut first, so that the UNLISTEN fails at once; the server
+    // drops the LISTEN with the backend anyway.
+    ~pg_notifier() override {
+        if (!conn_) return;
+        if (const int socket = conn_->sock(); socket >= 0) ::shutdown(socket, SHUT_RDWR);
     }
 
     heard wait(std::chrono::milliseconds timeout) override {
