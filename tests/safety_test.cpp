@@ -1447,6 +1447,28 @@ TEST_CASE_TEMPLATE("loss is signalled by the deadline while the server is frozen
         db, [&] { test::servers("freeze " + db.name()); }, [&] { test::servers("thaw " + db.name()); });
 }
 
+// A write refused by a read-only server (a standby, or a primary demoted
+// with default_transaction_read_only) was a db_error: the connection went
+// back to the pool and was used again for ever, and a client whose URL names
+// several hosts never moved to the new primary (found in review).
+TEST_CASE_TEMPLATE("a write refused by a read-only server is a connection_error that drops the connection", Db,
+                   test::postgres_db) {
+    Db db;
+    const auto read_only = db.url() + (db.url().find('?') == std::string::npos ? "?" : "&") +
+                           "options=-c%20default_transaction_read_only%3Don";
+    auto o = db.options();
+    o.sweep = false;
+    auto c = sqlock::client::open(read_only, o);
+    try {
+        (void)c.try_acquire("read-only/k");
+        FAIL("expected connection_error");
+    } catch (const sqlock::connection_error& e) {
+        CHECK(std::string(e.what()).find("read-only") != std::string::npos);
+    }
+    // Clients of the writable database are unaffected.
+    CHECK(db.open_quiet().try_acquire("read-only/k"));
+}
+
 // Closing a client whose wake-up listener LISTENs: libpqxx's receiver sent
 // UNLISTEN and waited for the answer, which a frozen server never sends, so
 // the destructor hung until the server was thawed (found in review).

@@ -157,6 +157,16 @@ void pg_session::commit(pqxx::transaction_base& tx, const char* what) {
     const std::string code = e.sqlstate();
     const std::string msg = trim(e.what());
     if (code == "42P01") throw_schema_missing(ctx_.redacted_url, msg);
+    // A write refused by a read-only server: a standby, or a primary demoted
+    // with default_transaction_read_only. As a db_error the connection went
+    // back to the pool and was used again for ever, so a client whose URL
+    // names several hosts (target_session_attrs=read-write) never moved to
+    // the new primary; as a connection_error it is dropped, and the pool's
+    // one repeat on a fresh connection is safe (nothing was written).
+    if (code == "25006")
+        throw connection_error(std::string("PostgreSQL server is read-only during ") + what +
+                               " (a standby, or a primary made read-only; with several hosts in the URL, "
+                               "target_session_attrs=read-write finds the primary): " + msg);
     if (is_connection_state(code))
         throw connection_error(std::string("PostgreSQL connection lost during ") + what + ": " + msg);
     throw db_error(dialect_name, code, std::string("PostgreSQL error during ") + what + ": " + msg);
