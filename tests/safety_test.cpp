@@ -811,6 +811,37 @@ TEST_CASE_TEMPLATE("on_renewed never runs after on_lost, and renew() of a lease 
     CHECK(told == std::vector<std::string>{"on_lost"});
 }
 
+// A batch renewed `a` but not `b` (its row gone), and b's renewal by itself
+// took long (a slow server; here the clock jumps 50 s inside it): a's answer
+// was judged late by a clock read after b's round trip, and its new deadline
+// applied only after it, so a lease the database had renewed was declared
+// lost (found in review).
+TEST_CASE_TEMPLATE("a lease the batch renewed is not lost while another lease of the batch is renewed alone", Db,
+                   test::sqlite_db) {
+    Db db;
+    auto c = db.open_quiet();
+    suspend::clock_in_use clock_in_use;
+    auto b = c.try_acquire("batch/b", {.lease = 60s, .renew_interval = 5s});
+    auto a = c.try_acquire("batch/a", {.lease = 60s, .renew_interval = 5s});
+    REQUIRE(a);
+    REQUIRE(b);
+    db.raw()->exec("DELETE FROM " + db.table("locks") + " WHERE lock_key = 'batch/b'");
+    // At the first renewal (5 s in) the batch renews a and not b. Inside b's
+    // own renewal the clock jumps to 55 s: past a's old deadline (54 s, the
+    // 60 s lease less its 6 s margin), short of its renewed one (59 s).
+    std::atomic<bool> jumped{false};
+    sqlock::detail::set_fault_hook_for_testing([&](sqlock::detail::fault_point p) {
+        if (p != sqlock::detail::fault_point::renewing_alone || jumped.exchange(true)) return;
+        suspend::offset_ns = std::chrono::nanoseconds(50s).count();
+    });
+    CHECK(test::eventually([&] { return b->lost(); }, 20s));
+    std::this_thread::sleep_for(1s);  // a's next renewal, due at once, and any loss it would meet
+    sqlock::detail::set_fault_hook_for_testing(nullptr);
+    CHECK(jumped.load());
+    CHECK_FALSE(a->lost());
+    CHECK(c.inspect("batch/a").owner == a->owner());
+}
+
 // The deadline timer logged each loss before it requested the stop and
 // queued on_lost: a log sink that blocked (stderr a full pipe) held up both,
 // for this lease and every lease due after it, while another owner could

@@ -348,20 +348,28 @@ std::vector<keeper::outcome> client_impl::renew(const std::vector<lease_timing*>
             for (auto* l : batch) renewal_failed(static_cast<grant&>(*l), sent, e.what());
         return out;
     }
-    const std::int64_t db_ns = lease_now_ns() - sent;
+    const std::int64_t answered = lease_now_ns();
+    const std::int64_t db_ns = answered - sent;
     telemetry_.renewal.observe(db_ns);
+    // The leases the batch renewed first, judged by when the batch answered,
+    // and their new deadlines set now: the one-by-one renewals below take a
+    // round trip each (up to the statement timeout on a slow server), and a
+    // lease the database had renewed was declared lost meanwhile, at its old
+    // deadline or by a late-answer check that read the clock after them.
     for (std::size_t i = 0; i < batch.size(); ++i) {
+        if (!renewed_now[i]) continue;
         auto& g = static_cast<grant&>(*batch[i]);
-        if (renewed_now[i] && answered_late(g)) {
+        if (answered >= g.deadline_ns.load()) {
             g.loss_hint = loss_cause::deadline;
             out[i] = outcome{result::lost, sent};
-        } else if (renewed_now[i]) {
-            g.renew_db_ns = db_ns;
-            out[i] = outcome{result::renewed, sent};
-        } else {
-            out[i] = renew_alone(g);  // lost, or its row was locked
+            continue;
         }
+        g.renew_db_ns = db_ns;
+        if (!g.lost.load()) g.confirmed(sent);  // the watchdog applies the outcome again, to the same deadline
+        out[i] = outcome{result::renewed, sent};
     }
+    for (std::size_t i = 0; i < batch.size(); ++i)
+        if (!renewed_now[i]) out[i] = renew_alone(static_cast<grant&>(*batch[i]));  // lost, or its row was locked
     return out;
 }
 
@@ -370,6 +378,7 @@ std::vector<keeper::outcome> client_impl::renew(const std::vector<lease_timing*>
 // renewal that finds the lease gone makes it lost; a locked row is tried
 // again shortly, until the deadline.
 keeper::outcome client_impl::renew_alone(grant& g) {
+    fault(fault_point::renewing_alone);
     const std::int64_t sent = lease_now_ns();
     renew_result r;
     try {

@@ -21,6 +21,7 @@ enum class fault_point {
     job_claimed,               // a job runner's claim came back, before its body starts
     row_lock_bumped,           // a select_for_update grant bumped the fence, not yet read back in its held transaction
     renewal_confirmed,         // a renewal's answer was taken (not late, not lost), its on_renewed not yet posted
+    renewing_alone,            // the watchdog renews one lease by itself (the batch did not renew it), not yet sent
 };
 
 // The hook runs on the thread that reached the point and may throw (e.g. a
