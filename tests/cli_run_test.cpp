@@ -20,8 +20,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -505,6 +507,20 @@ void guardian_death_does_not_spin(const test::backend_base& db) {
 }
 
 CLI_TEST("sqlock goes on quietly when PROGRAM's guardian dies", guardian_death_does_not_spin)
+
+void sigchld_ignored_by_the_parent(const test::backend_base& db) {
+    // A parent that ignored SIGCHLD (SIG_IGN survives exec): the kernel
+    // reaped PROGRAM by itself, waitpid() failed with ECHILD from then on,
+    // and sqlock spun at 100% CPU, renewing the lock, after PROGRAM's exit.
+    // (env(1), not the shell's `trap '' CHLD`: dash leaves SIGCHLD as it is.)
+    cli sqlock(db);
+    auto c = sqlock.start_shell("exec env --ignore-signal=CHLD \"$0\" run k/chld -- sh -c 'echo ran; exit 3'");
+    CHECK(c.read_line(15s) == std::optional<std::string>("ran"));
+    CHECK(c.wait(10s) == 3);
+    CHECK_FALSE(db.open().inspect("k/chld").held);
+}
+
+CLI_TEST("sqlock started with SIGCHLD ignored ends when PROGRAM does", sigchld_ignored_by_the_parent)
 
 // /proc/PID/cmdline is readable by every user of the machine, for as long as
 // `sqlock run` holds its key. PostgreSQL's test server trusts loopback, so a

@@ -298,9 +298,34 @@ private:
 
 }  // namespace
 
+namespace {
+
+// The signals sqlock's parent had set to SIG_IGN: it survives exec, and
+// libraries change dispositions later (libmariadb ignores SIGPIPE).
+sigset_t& ignored_at_start() {
+    static sigset_t set;
+    return set;
+}
+
+}  // namespace
+
 const std::set<int>& startup_fds() {
     static const std::set<int> fds = open_fds();
     return fds;
+}
+
+void startup() {
+    sigset_t& ignored = ignored_at_start();
+    sigemptyset(&ignored);
+    for (int sig = 1; sig < NSIG; ++sig) {
+        struct sigaction old {};
+        if (::sigaction(sig, nullptr, &old) == 0 && !(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_IGN)
+            sigaddset(&ignored, sig);
+    }
+    // With SIGCHLD ignored the kernel reaps PROGRAM itself: its status is
+    // gone, and waitpid() fails with ECHILD.
+    ::signal(SIGCHLD, SIG_DFL);
+    startup_fds();
 }
 
 child_result run_child(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env,
@@ -463,7 +488,11 @@ child_result run_child(const std::vector<std::string>& argv, const std::vector<s
         // a loss goes too (below), once PROGRAM itself is reaped.
         if (::getpgid(pid) == pid) own_group = true;
         int wstatus = 0;
-        if (::waitpid(pid, &wstatus, WNOHANG | WUNTRACED) == pid) {
+        const pid_t waited = ::waitpid(pid, &wstatus, WNOHANG | WUNTRACED);
+        // ECHILD: someone reaped PROGRAM (SIGCHLD ignored, which startup()
+        // undoes): its status is gone, and it would be ECHILD forever.
+        if (waited < 0 && errno != EINTR) throw std::runtime_error(std::string("waitpid: ") + std::strerror(errno));
+        if (waited == pid) {
             if (WIFSTOPPED(wstatus)) {
                 // Ctrl-Z (or a read from the terminal while in the background):
                 // stop sqlock too, so the shell sees the job stopped; renewals

@@ -64,9 +64,15 @@ struct child_result {
     bool killed = false;     // it outlived the grace period and got SIGKILL
 };
 
-// The file descriptors sqlock started with; call first thing in main(). Only
+// The file descriptors sqlock started with (recorded by startup()). Only
 // these are passed on to PROGRAM; the guardian keeps none of them.
 const std::set<int>& startup_fds();
+
+// Call first thing in main(), before anything opens a file or changes a
+// signal's disposition: records what sqlock was started with (its fds, the
+// signals its parent ignored) and sets SIGCHLD to SIG_DFL, so that PROGRAM
+// is not reaped by the kernel before sqlock can wait for it.
+void startup();
 
 // What PROGRAM runs under: a lease, or a multi-key lease. `stop` is
 // requested when it is lost; deadline() is its local deadline, which moves

@@ -260,7 +260,7 @@ int flushed(int status) {
 
 int main(int argc, char** argv) {
     using namespace sqlock;
-    cli::startup_fds();  // before anything opens a file
+    cli::startup();  // before anything opens a file or changes a signal's disposition
     try {
         return flushed(cli::dispatch(argc, argv));
     } catch (const cli::exit_with& e) {
