@@ -522,6 +522,37 @@ void sigchld_ignored_by_the_parent(const test::backend_base& db) {
 
 CLI_TEST("sqlock started with SIGCHLD ignored ends when PROGRAM does", sigchld_ignored_by_the_parent)
 
+namespace {
+
+// The SigIgn mask (bit n-1: signal n ignored) PROGRAM starts with when
+// `launcher` (env with options) starts sqlock.
+unsigned long long ignored_by_program(const cli& sqlock, const std::string& launcher) {
+    auto c = sqlock.start_shell("exec " + launcher + " \"$0\" run k/sigign -- grep ^SigIgn: /proc/self/status");
+    const auto line = c.read_line(15s);
+    CHECK(c.wait(10s) == 0);
+    REQUIRE(line);
+    return std::stoull(line->substr(7), nullptr, 16);
+}
+
+constexpr unsigned long long bit(int sig) { return 1ULL << (sig - 1); }
+
+}  // namespace
+
+void program_gets_the_signal_dispositions_sqlock_got(const test::backend_base& db) {
+    // libmariadb sets SIGPIPE to SIG_IGN, which survived execve: PROGRAM
+    // ran with it ignored, and `yes | head -1` in it never ended. PROGRAM
+    // gets what sqlock was started with, like flock(1): ignored if it was.
+    cli sqlock(db);
+    CHECK((ignored_by_program(sqlock, "env --default-signal") & (bit(SIGPIPE) | bit(SIGCHLD))) == 0);
+    CHECK((ignored_by_program(sqlock, "env --default-signal --ignore-signal=PIPE") & bit(SIGPIPE)) != 0);
+    const auto chld = ignored_by_program(sqlock, "env --default-signal --ignore-signal=CHLD,HUP");
+    CHECK((chld & bit(SIGCHLD)) != 0);
+    CHECK((chld & bit(SIGHUP)) != 0);
+    CHECK((chld & bit(SIGPIPE)) == 0);
+}
+
+CLI_TEST("PROGRAM starts with the signal dispositions sqlock was started with", program_gets_the_signal_dispositions_sqlock_got)
+
 // /proc/PID/cmdline is readable by every user of the machine, for as long as
 // `sqlock run` holds its key. PostgreSQL's test server trusts loopback, so a
 // URL with any password connects.

@@ -32,11 +32,36 @@ extern char** environ;
 namespace sqlock::cli {
 namespace {
 
+// The signals sqlock's parent had set to SIG_IGN (recorded by startup()): it
+// survives exec, and libraries change dispositions later (libmariadb ignores
+// SIGPIPE).
+sigset_t& ignored_at_start() {
+    static sigset_t set;
+    return set;
+}
+
+// Those ignored at start stay ignored, as they would for PROGRAM run by a
+// shell or flock(1): `nohup sqlock run ...` is not ended by a SIGHUP.
 sigset_t relayed_signals() {
     sigset_t set;
     sigemptyset(&set);
-    for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&set, s);
+    for (int s : {SIGINT, SIGTERM, SIGHUP})
+        if (!sigismember(&ignored_at_start(), s)) sigaddset(&set, s);
     return set;
+}
+
+// In a forked child before exec: every signal's disposition as sqlock was
+// started with it, SIG_IGN where its parent ignored it and SIG_DFL
+// elsewhere, whatever sqlock or its libraries set since (SIG_IGN survives
+// exec). Async-signal-safe; glibc refuses its own two signals, which stay.
+void restore_start_dispositions() {
+    for (int sig = 1; sig < NSIG; ++sig) {
+        if (sig == SIGKILL || sig == SIGSTOP) continue;
+        struct sigaction sa {};
+        sigemptyset(&sa.sa_mask);
+        sa.sa_handler = sigismember(&ignored_at_start(), sig) ? SIG_IGN : SIG_DFL;
+        ::sigaction(sig, &sa, nullptr);
+    }
 }
 
 // A file descriptor closed on scope exit.
@@ -298,17 +323,6 @@ private:
 
 }  // namespace
 
-namespace {
-
-// The signals sqlock's parent had set to SIG_IGN: it survives exec, and
-// libraries change dispositions later (libmariadb ignores SIGPIPE).
-sigset_t& ignored_at_start() {
-    static sigset_t set;
-    return set;
-}
-
-}  // namespace
-
 const std::set<int>& startup_fds() {
     static const std::set<int> fds = open_fds();
     return fds;
@@ -407,6 +421,7 @@ child_result run_child(const std::vector<std::string>& argv, const std::vector<s
         if (::getppid() != parent) ::_exit(exit_status::not_found);
         if (tty.foreground()) terminal::hand_to(guardian);
         cloexec_ranges(not_inherited, limit);
+        restore_start_dispositions();  // before the mask lets a signal in
         sigset_t none;
         sigemptyset(&none);
         pthread_sigmask(SIG_SETMASK, &none, nullptr);

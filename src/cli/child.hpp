@@ -27,8 +27,8 @@ struct spawn_error : std::runtime_error {
     int status;
 };
 
-// Takes SIGINT, SIGTERM and SIGHUP away from every thread (construct it
-// before any other thread starts) and handles them on a thread of its own:
+// Takes SIGINT, SIGTERM and SIGHUP (those sqlock was not started with
+// ignored) away from every thread (construct it before any other thread starts) and handles them on a thread of its own:
 // while a child runs they go to its process group; before that, the first
 // one requests stop on interrupted() so that a wait for the lock ends.
 class signal_relay {
@@ -89,7 +89,8 @@ inline held_by held_by_set(const sqlock::multi_lease& m) {
 }
 
 // Runs argv[0] (looked up on PATH unless it contains '/') with extra_env added
-// to sqlock's environment, in a process group of its own. A guardian process
+// to sqlock's environment, in a process group of its own, with the signal
+// dispositions sqlock was started with (startup()). A guardian process
 // in that group stops it when the lease is lost, when the lease's deadline
 // passes while sqlock cannot renew it (frozen), or when sqlock dies: SIGTERM,
 // then SIGKILL after `kill_after` (at once if sqlock died). Returns when the
