@@ -553,6 +553,22 @@ void program_gets_the_signal_dispositions_sqlock_got(const test::backend_base& d
 
 CLI_TEST("PROGRAM starts with the signal dispositions sqlock was started with", program_gets_the_signal_dispositions_sqlock_got)
 
+void closed_stdio_is_dev_null(const test::backend_base& db) {
+    // cron and some daemons start programs with fd 0-2 closed: sqlock's
+    // database connection got fd 2, and its own messages went into it.
+    // sqlock and PROGRAM both get /dev/null there instead.
+    cli sqlock(db);
+    auto c = sqlock.start_shell(
+        "exec \"$0\" run k/closed -- sh -c "
+        "'for f in 0 2; do readlink /proc/$PPID/fd/$f; readlink /proc/$$/fd/$f || echo closed; done' 0<&- 2>&-");
+    std::vector<std::string> out;
+    while (auto line = c.read_line(15s)) out.push_back(*line);
+    CHECK(c.wait(10s) == 0);
+    CHECK(out == std::vector<std::string>(4, "/dev/null"));
+}
+
+CLI_TEST("closed stdin and stderr are /dev/null, never a database connection", closed_stdio_is_dev_null)
+
 // /proc/PID/cmdline is readable by every user of the machine, for as long as
 // `sqlock run` holds its key. PostgreSQL's test server trusts loopback, so a
 // URL with any password connects.

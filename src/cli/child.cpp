@@ -339,6 +339,15 @@ void startup() {
     // With SIGCHLD ignored the kernel reaps PROGRAM itself: its status is
     // gone, and waitpid() fails with ECHILD.
     ::signal(SIGCHLD, SIG_DFL);
+    // cron and some daemons start programs with fd 0, 1 or 2 closed: the
+    // next file opened, a database connection, would take its number, and
+    // sqlock's messages to stderr would go into it. /dev/null takes the
+    // place, for sqlock and PROGRAM alike (which gets it as if given).
+    for (int f = 0; f < 3; ++f) {
+        if (::fcntl(f, F_GETFD) >= 0 || errno != EBADF) continue;
+        const int null = ::open("/dev/null", O_RDWR);  // the lowest free fd: f
+        if (null > 2) ::close(null);
+    }
     startup_fds();
 }
 

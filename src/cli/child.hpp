@@ -70,8 +70,9 @@ const std::set<int>& startup_fds();
 
 // Call first thing in main(), before anything opens a file or changes a
 // signal's disposition: records what sqlock was started with (its fds, the
-// signals its parent ignored) and sets SIGCHLD to SIG_DFL, so that PROGRAM
-// is not reaped by the kernel before sqlock can wait for it.
+// signals its parent ignored), sets SIGCHLD to SIG_DFL, so that PROGRAM is
+// not reaped by the kernel before sqlock can wait for it, and opens
+// /dev/null on a closed fd 0, 1 or 2, so that no connection takes its place.
 void startup();
 
 // What PROGRAM runs under: a lease, or a multi-key lease. `stop` is
