@@ -569,6 +569,41 @@ void closed_stdio_is_dev_null(const test::backend_base& db) {
 
 CLI_TEST("closed stdin and stderr are /dev/null, never a database connection", closed_stdio_is_dev_null)
 
+void stopped_program_still_stops(const test::backend_base& db) {
+    // A stopped PROGRAM (SIGSTOP, or SIGTTIN from a read in the background)
+    // does not act on a signal until it is continued: sqlock waited for it
+    // forever, holding the lock. Like a shell's `kill` of a stopped job,
+    // SIGCONT follows.
+    cli sqlock(db);
+    auto stopped_program = [](test::child& holder) {
+        const auto pid = holder.read_line(10s);
+        REQUIRE(pid);
+        const pid_t program = std::stoi(*pid);
+        REQUIRE(::kill(program, SIGSTOP) == 0);
+        REQUIRE(test::eventually([&] {
+            std::ifstream in("/proc/" + std::to_string(program) + "/stat");
+            std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+            const auto close = stat.rfind(')');
+            return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'T';
+        }));
+    };
+    auto holder = hold(sqlock, {}, "k/stopped", "echo held; echo $$; while :; do sleep 0.05; done");
+    stopped_program(holder);
+    holder.signal(SIGTERM);
+    CHECK(holder.wait(10s) == 128 + SIGTERM);
+    CHECK_FALSE(db.open().inspect("k/stopped").held);
+    // The guardian's SIGTERM after a loss too: a PROGRAM that ends on it
+    // does, long before the SIGKILL.
+    auto polite = hold(sqlock, {"--lease", "6s", "--kill-after", "1h"}, "k/stopped",
+                       "trap 'echo term; exit 0' TERM; echo held; echo $$; while :; do sleep 0.05; done");
+    stopped_program(polite);
+    CHECK(sqlock({"release", "--force", "k/stopped"}).status == 0);
+    CHECK(test::line_or_eof(polite.read_line(10s)) == "term");
+    CHECK(polite.wait(10s) == 70);
+}
+
+CLI_TEST("a stopped PROGRAM is continued after SIGTERM, so it ends", stopped_program_still_stops)
+
 // /proc/PID/cmdline is readable by every user of the machine, for as long as
 // `sqlock run` holds its key. PostgreSQL's test server trusts loopback, so a
 // URL with any password connects.

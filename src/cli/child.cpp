@@ -157,6 +157,15 @@ void signal_group(pid_t pgid, pid_t program, int sig) {
     ::kill(-pgid, sig);
 }
 
+// A signal asking PROGRAM to end: a stopped process (SIGSTOP, or SIGTTIN from
+// a read in the background) acts on none until it is continued, so SIGCONT
+// follows, as a shell's `kill` of a stopped job does. A running group
+// ignores the SIGCONT. Async-signal-safe too.
+void ask_to_end(pid_t pgid, pid_t program, int sig) {
+    signal_group(pgid, program, sig);
+    signal_group(pgid, program, SIGCONT);
+}
+
 }  // namespace
 
 void signal_relay::main() {
@@ -168,7 +177,7 @@ void signal_relay::main() {
         last_ = sig;
         std::lock_guard lock(mu_);
         if (target_ > 0) {
-            signal_group(target_, program_, sig);
+            ask_to_end(target_, program_, sig);
         } else {
             pending_ = sig;
             interrupted_.request_stop();
@@ -180,7 +189,7 @@ void signal_relay::forward_to(pid_t pgid, pid_t program) {
     std::lock_guard lock(mu_);
     target_ = pgid;
     program_ = pgid > 0 ? program : 0;
-    if (pgid > 0 && pending_ != 0) signal_group(pgid, program_, pending_);
+    if (pgid > 0 && pending_ != 0) ask_to_end(pgid, program_, pending_);
     pending_ = 0;
 }
 
@@ -225,6 +234,7 @@ std::int64_t lease_clock_ns() {
             const char stopped = 'S';
             ::send(control, &stopped, 1, MSG_NOSIGNAL);
             stop(SIGTERM);
+            stop(SIGCONT);  // a stopped PROGRAM could act on no SIGTERM (ask_to_end)
             kill_at = grace_ns < never - 1 - now ? now + grace_ns : never - 1;  // a huge grace never overflows
         }
         if (now >= kill_at) stop(SIGKILL);
@@ -538,7 +548,7 @@ child_result run_child(const std::vector<std::string>& argv, const std::vector<s
             // grace period. Should it be gone, do it from here.
             result.lost = true;
             if (!guardian_alive || !tell_guardian(0)) {
-                signal_group(guardian, pid, SIGTERM);
+                ask_to_end(guardian, pid, SIGTERM);
                 kill_at = after_grace();
             }
         } else if (!result.lost && guardian_alive) {
