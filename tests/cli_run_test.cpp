@@ -604,6 +604,29 @@ void stopped_program_still_stops(const test::backend_base& db) {
 
 CLI_TEST("a stopped PROGRAM is continued after SIGTERM, so it ends", stopped_program_still_stops)
 
+void more_signals_reach_program(const test::backend_base& db) {
+    // SIGUSR1, SIGUSR2, SIGQUIT and SIGALRM ended sqlock, and PROGRAM then
+    // got SIGKILL from its guardian: they are PROGRAM's to handle.
+    // Started through env(1): a shell cannot trap a signal ignored at its
+    // start, and the test may run with SIGQUIT ignored.
+    cli sqlock(db);
+    auto holder = sqlock.start_shell(
+        "exec env --default-signal \"$0\" run k/usr -- sh -c 'ulimit -c 0; "
+        "for s in USR1 USR2 QUIT ALRM; do trap \"echo $s\" $s; done; echo held; while :; do sleep 0.05; done'");
+    REQUIRE(test::line_or_eof(holder.read_line(15s)) == "held");
+    for (auto [sig, name] : {std::pair{SIGUSR1, "USR1"}, {SIGUSR2, "USR2"}, {SIGQUIT, "QUIT"}, {SIGALRM, "ALRM"}}) {
+        CAPTURE(name);
+        holder.signal(sig);
+        CHECK(test::line_or_eof(holder.read_line(10s)) == std::string(name));
+    }
+    CHECK(db.open().inspect("k/usr").held);
+    holder.signal(SIGTERM);
+    CHECK(holder.wait(10s) == 128 + SIGTERM);
+    CHECK_FALSE(db.open().inspect("k/usr").held);
+}
+
+CLI_TEST("SIGUSR1, SIGUSR2, SIGQUIT and SIGALRM reach PROGRAM", more_signals_reach_program)
+
 // /proc/PID/cmdline is readable by every user of the machine, for as long as
 // `sqlock run` holds its key. PostgreSQL's test server trusts loopback, so a
 // URL with any password connects.

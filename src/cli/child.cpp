@@ -40,12 +40,15 @@ sigset_t& ignored_at_start() {
     return set;
 }
 
-// Those ignored at start stay ignored, as they would for PROGRAM run by a
-// shell or flock(1): `nohup sqlock run ...` is not ended by a SIGHUP.
+// The signals that would end sqlock and are PROGRAM's to act on (SIGKILL
+// aside, which the guardian answers). Not SIGWINCH: the terminal's
+// foreground group gets it from the kernel. Those ignored at start stay
+// ignored, as they would for PROGRAM run by a shell or flock(1): `nohup
+// sqlock run ...` is not ended by a SIGHUP.
 sigset_t relayed_signals() {
     sigset_t set;
     sigemptyset(&set);
-    for (int s : {SIGINT, SIGTERM, SIGHUP})
+    for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM})
         if (!sigismember(&ignored_at_start(), s)) sigaddset(&set, s);
     return set;
 }
@@ -166,6 +169,15 @@ void ask_to_end(pid_t pgid, pid_t program, int sig) {
     signal_group(pgid, program, SIGCONT);
 }
 
+// A relayed signal: one asking to end (not SIGUSR1, SIGUSR2 or SIGALRM, which
+// a stopped PROGRAM may wait to act on) is followed by SIGCONT.
+void relay_signal(pid_t pgid, pid_t program, int sig) {
+    if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT)
+        ask_to_end(pgid, program, sig);
+    else
+        signal_group(pgid, program, sig);
+}
+
 }  // namespace
 
 void signal_relay::main() {
@@ -177,7 +189,7 @@ void signal_relay::main() {
         last_ = sig;
         std::lock_guard lock(mu_);
         if (target_ > 0) {
-            ask_to_end(target_, program_, sig);
+            relay_signal(target_, program_, sig);
         } else {
             pending_ = sig;
             interrupted_.request_stop();
@@ -189,7 +201,7 @@ void signal_relay::forward_to(pid_t pgid, pid_t program) {
     std::lock_guard lock(mu_);
     target_ = pgid;
     program_ = pgid > 0 ? program : 0;
-    if (pgid > 0 && pending_ != 0) ask_to_end(pgid, program_, pending_);
+    if (pgid > 0 && pending_ != 0) relay_signal(pgid, program_, pending_);
     pending_ = 0;
 }
 

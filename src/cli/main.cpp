@@ -133,10 +133,11 @@ int dispatch(int argc, char** argv, bool check_only = false) {
 SQLOCK_OWNER set (ledger runs add SQLOCK_JOB, SQLOCK_RUN_KEY, SQLOCK_ATTEMPT;
 --also adds SQLOCK_KEY_COUNT and SQLOCK_KEY_n, SQLOCK_TOKEN_n for n = 1.. in
 key order).
-SIGINT, SIGTERM and SIGHUP are passed on to it; it starts with the signal
-dispositions sqlock was started with (one ignored then is not passed on). If the lease is lost, or its
-deadline passes while sqlock is frozen, the group gets SIGTERM, then SIGKILL
-after --kill-after, and sqlock exits 70; if sqlock is killed, SIGKILL at once.)");
+SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 and SIGALRM are passed on to
+it; it starts with the signal dispositions sqlock was started with (one
+ignored then is not passed on). If the lease is lost, or its deadline passes
+while sqlock is frozen, the group gets SIGTERM, then SIGKILL after
+--kill-after, and sqlock exits 70; if sqlock is killed, SIGKILL at once.)");
 
     auto* status = app.add_subcommand("status", "Held locks, waiters and recent job runs");
     auto* status_prefix = status->add_option("KEY-PREFIX", s.prefix, "Only keys (and job names) starting with this");
