@@ -627,6 +627,26 @@ void more_signals_reach_program(const test::backend_base& db) {
 
 CLI_TEST("SIGUSR1, SIGUSR2, SIGQUIT and SIGALRM reach PROGRAM", more_signals_reach_program)
 
+void nested_runs_see_only_their_own_lease(const test::backend_base& db) {
+    // An inner `sqlock run` replaced only the variables it set itself: its
+    // PROGRAM saw the outer run's --also keys and ledger run as its own.
+    cli sqlock(db);
+    const std::string show =
+        "echo \"$SQLOCK_KEY|${SQLOCK_KEY_COUNT-unset}|${SQLOCK_KEY_2-unset}|${SQLOCK_TOKEN_1+token}|"
+        "${SQLOCK_JOB-unset}|${SQLOCK_RUN_KEY-unset}|${SQLOCK_ATTEMPT-unset}|${SQLOCK_URL:+url}\"";
+    auto r = sqlock({"run", "k/outer", "--also", "k/outer2", "--", SQLOCK_CLI, "run", "k/inner", "--", "sh", "-c", show});
+    CHECK(r.status == 0);
+    CHECK(r.out == "k/inner|unset|unset||unset|unset|unset|url\n");
+    r = sqlock({"run", "--run-key", "r1", "outer-job", "--", SQLOCK_CLI, "run", "k/inner", "--", "sh", "-c", show});
+    CHECK(r.status == 0);
+    CHECK(r.out == "k/inner|unset|unset||unset|unset|unset|url\n");
+    // The outer run's own PROGRAM still sees everything.
+    r = sqlock({"run", "k/outer", "--also", "k/outer2", "--", "sh", "-c", show});
+    CHECK(r.out == "k/outer|2|k/outer2|token|unset|unset|unset|url\n");
+}
+
+CLI_TEST("a nested run's PROGRAM sees only its own lease's variables", nested_runs_see_only_their_own_lease)
+
 // /proc/PID/cmdline is readable by every user of the machine, for as long as
 // `sqlock run` holds its key. PostgreSQL's test server trusts loopback, so a
 // URL with any password connects.

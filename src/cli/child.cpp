@@ -105,10 +105,23 @@ std::string find_program(const std::string& name) {
     throw spawn_error(exit_status::not_found, "'" + name + "': command not found on PATH");
 }
 
+// What an outer `sqlock run` set for its PROGRAM (see run.cpp): a nested
+// run's PROGRAM sees only its own lease, where the outer --also keys
+// (SQLOCK_KEY_COUNT, SQLOCK_KEY_n) or ledger run would read as its own.
+// Configuration (SQLOCK_URL, SQLOCK_TABLE_PREFIX, ...) is passed on.
+bool outer_lease_variable(std::string_view entry) {
+    const std::string_view name = entry.substr(0, entry.find('='));
+    for (std::string_view set_by_run :
+         {"SQLOCK_KEY", "SQLOCK_TOKEN", "SQLOCK_OWNER", "SQLOCK_JOB", "SQLOCK_RUN_KEY", "SQLOCK_ATTEMPT"})
+        if (name == set_by_run) return true;
+    return name.starts_with("SQLOCK_KEY_") || name.starts_with("SQLOCK_TOKEN_");  // _COUNT, _n
+}
+
 std::vector<std::string> child_environment(const std::vector<std::string>& extra) {
     std::vector<std::string> out;
     for (char** e = environ; *e; ++e) {
         std::string_view entry(*e);
+        if (outer_lease_variable(entry)) continue;
         bool replaced = false;
         for (const auto& x : extra)
             if (entry.substr(0, x.find('=') + 1) == std::string_view(x).substr(0, x.find('=') + 1)) replaced = true;
