@@ -647,6 +647,31 @@ void nested_runs_see_only_their_own_lease(const test::backend_base& db) {
 
 CLI_TEST("a nested run's PROGRAM sees only its own lease's variables", nested_runs_see_only_their_own_lease)
 
+void script_without_shebang_runs_with_sh(const test::backend_base& db) {
+    // execve() refuses a script without "#!" (ENOEXEC): it was exit 126,
+    // where flock(1) (execvp) and every shell run it with /bin/sh.
+    cli sqlock(db);
+    test::temp_dir dir;
+    const auto script = dir.path / "no-shebang";
+    std::ofstream(script) << "echo \"hi $1 $#\"\n";
+    std::filesystem::permissions(script, std::filesystem::perms::owner_all);
+    auto r = sqlock({"run", "k/script", "--", script.string(), "there", "x"});
+    CHECK(r.status == 0);
+    CHECK(r.out == "hi there 2\n");
+    CHECK(r.err.empty());
+    // Not executable, or missing: still 126 and 127, nothing run.
+    std::filesystem::permissions(script, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+    r = sqlock({"run", "k/script", "--", script.string()});
+    CHECK(r.status == 126);
+    CHECK(r.out.empty());
+    CHECK(r.one_line_message());
+    r = sqlock({"run", "k/script", "--", (dir.path / "missing").string()});
+    CHECK(r.status == 127);
+    CHECK(r.one_line_message());
+}
+
+CLI_TEST("a script without #! runs with /bin/sh", script_without_shebang_runs_with_sh)
+
 // /proc/PID/cmdline is readable by every user of the machine, for as long as
 // `sqlock run` holds its key. PostgreSQL's test server trusts loopback, so a
 // URL with any password connects.

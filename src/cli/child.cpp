@@ -395,6 +395,12 @@ child_result run_child(const std::vector<std::string>& argv, const std::vector<s
     auto args = argv;
     auto env = child_environment(extra_env);
     auto arg_ptrs = pointers(args);
+    // execvp's fallback, which flock(1) and shells have too: a file that
+    // execve() refuses as no executable format (ENOEXEC: a script without
+    // "#!") is run by /bin/sh, with PROGRAM's path and arguments.
+    std::vector<std::string> sh_args{"/bin/sh", path};
+    sh_args.insert(sh_args.end(), argv.begin() + 1, argv.end());
+    auto sh_arg_ptrs = pointers(sh_args);
     auto env_ptrs = pointers(env);
     // Only the fds sqlock was started with go to PROGRAM (its stdin, `3>file`);
     // the database connections and files sqlock opened itself do not.
@@ -470,7 +476,8 @@ child_result run_child(const std::vector<std::string>& argv, const std::vector<s
         sigemptyset(&none);
         pthread_sigmask(SIG_SETMASK, &none, nullptr);
         ::execve(path.c_str(), arg_ptrs.data(), env_ptrs.data());
-        const int e = errno;
+        const int e = errno;  // reported, even if /bin/sh cannot be run either
+        if (e == ENOEXEC) ::execve(sh_args[0].c_str(), sh_arg_ptrs.data(), env_ptrs.data());
         [[maybe_unused]] auto n = ::write(exec_error_write.value, &e, sizeof e);
         ::_exit(exit_status::not_found);
     }
