@@ -672,6 +672,39 @@ void script_without_shebang_runs_with_sh(const test::backend_base& db) {
 
 CLI_TEST("a script without #! runs with /bin/sh", script_without_shebang_runs_with_sh)
 
+void default_kill_after_ends_program_inside_the_lease(const test::backend_base& db) {
+    // The default --kill-after was 10 s, past the safety margin (a tenth of
+    // the lease): a PROGRAM ignoring SIGTERM under a frozen sqlock still ran
+    // when the database granted the key to the next owner. The default is
+    // half the margin now.
+    cli sqlock(db);
+    auto holder = hold(sqlock, {"--lease", "10s"}, "k/strict",
+                       "trap '' TERM; echo held; echo $$; while :; do sleep 0.1; done");
+    const auto pid = holder.read_line(10s);
+    REQUIRE(pid);
+    const pid_t program = std::stoi(*pid);
+    holder.signal(SIGSTOP);
+    auto client = db.open();
+    std::optional<sqlock::lease> next;
+    const auto until = std::chrono::steady_clock::now() + 30s;
+    while (!next && std::chrono::steady_clock::now() < until) {
+        next = client.try_acquire("k/strict");
+        if (!next) std::this_thread::sleep_for(20ms);
+    }
+    REQUIRE(next);
+    // Gone, or a zombie: its parent sqlock is stopped and cannot reap it.
+    std::ifstream in("/proc/" + std::to_string(program) + "/stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto close = stat.rfind(')');
+    CHECK((stat.empty() || (close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'Z')));
+    holder.signal(SIGCONT);
+    CHECK(holder.wait(10s) == 70);
+}
+
+CLI_TEST("by default PROGRAM is killed before the database can grant its key to another owner",
+         default_kill_after_ends_program_inside_the_lease)
+
+
 // /proc/PID/cmdline is readable by every user of the machine, for as long as
 // `sqlock run` holds its key. PostgreSQL's test server trusts loopback, so a
 // URL with any password connects.

@@ -128,7 +128,10 @@ int dispatch(int argc, char** argv, bool check_only = false) {
     run->add_option("--max-attempts", s.max_attempts, "Ledger runs: attempts per run key (default 3)");
     run->add_option("--conflict-exit-code", s.conflict_exit_code,
                     "Exit status when the key is busy or the run is done (default 75)");
-    run->add_option("--kill-after", s.kill_after, "After a lost lease, SIGKILL this long after SIGTERM (default 10s)");
+    run->add_option("--kill-after", s.kill_after,
+                    "After a lost lease, SIGKILL this long after SIGTERM (default: a twentieth of --lease, half "
+                    "the safety margin, so PROGRAM is gone before the lease ends in the database)")
+        ->each([&](const std::string&) { s.kill_after_given = true; });
     run->footer(R"(PROGRAM runs in a process group of its own with SQLOCK_KEY, SQLOCK_TOKEN and
 SQLOCK_OWNER set (ledger runs add SQLOCK_JOB, SQLOCK_RUN_KEY, SQLOCK_ATTEMPT;
 --also adds SQLOCK_KEY_COUNT and SQLOCK_KEY_n, SQLOCK_TOKEN_n for n = 1.. in
