@@ -20,8 +20,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -505,6 +507,203 @@ void guardian_death_does_not_spin(const test::backend_base& db) {
 }
 
 CLI_TEST("sqlock goes on quietly when PROGRAM's guardian dies", guardian_death_does_not_spin)
+
+void sigchld_ignored_by_the_parent(const test::backend_base& db) {
+    // A parent that ignored SIGCHLD (SIG_IGN survives exec): the kernel
+    // reaped PROGRAM by itself, waitpid() failed with ECHILD from then on,
+    // and sqlock spun at 100% CPU, renewing the lock, after PROGRAM's exit.
+    // (env(1), not the shell's `trap '' CHLD`: dash leaves SIGCHLD as it is.)
+    cli sqlock(db);
+    auto c = sqlock.start_shell("exec env --ignore-signal=CHLD \"$0\" run k/chld -- sh -c 'echo ran; exit 3'");
+    CHECK(c.read_line(15s) == std::optional<std::string>("ran"));
+    CHECK(c.wait(10s) == 3);
+    CHECK_FALSE(db.open().inspect("k/chld").held);
+}
+
+CLI_TEST("sqlock started with SIGCHLD ignored ends when PROGRAM does", sigchld_ignored_by_the_parent)
+
+namespace {
+
+// The SigIgn mask (bit n-1: signal n ignored) PROGRAM starts with when
+// `launcher` (env with options) starts sqlock.
+unsigned long long ignored_by_program(const cli& sqlock, const std::string& launcher) {
+    auto c = sqlock.start_shell("exec " + launcher + " \"$0\" run k/sigign -- grep ^SigIgn: /proc/self/status");
+    const auto line = c.read_line(15s);
+    CHECK(c.wait(10s) == 0);
+    REQUIRE(line);
+    return std::stoull(line->substr(7), nullptr, 16);
+}
+
+constexpr unsigned long long bit(int sig) { return 1ULL << (sig - 1); }
+
+}  // namespace
+
+void program_gets_the_signal_dispositions_sqlock_got(const test::backend_base& db) {
+    // libmariadb sets SIGPIPE to SIG_IGN, which survived execve: PROGRAM
+    // ran with it ignored, and `yes | head -1` in it never ended. PROGRAM
+    // gets what sqlock was started with, like flock(1): ignored if it was.
+    cli sqlock(db);
+    CHECK((ignored_by_program(sqlock, "env --default-signal") & (bit(SIGPIPE) | bit(SIGCHLD))) == 0);
+    CHECK((ignored_by_program(sqlock, "env --default-signal --ignore-signal=PIPE") & bit(SIGPIPE)) != 0);
+    const auto chld = ignored_by_program(sqlock, "env --default-signal --ignore-signal=CHLD,HUP");
+    CHECK((chld & bit(SIGCHLD)) != 0);
+    CHECK((chld & bit(SIGHUP)) != 0);
+    CHECK((chld & bit(SIGPIPE)) == 0);
+}
+
+CLI_TEST("PROGRAM starts with the signal dispositions sqlock was started with", program_gets_the_signal_dispositions_sqlock_got)
+
+void closed_stdio_is_dev_null(const test::backend_base& db) {
+    // cron and some daemons start programs with fd 0-2 closed: sqlock's
+    // database connection got fd 2, and its own messages went into it.
+    // sqlock and PROGRAM both get /dev/null there instead.
+    cli sqlock(db);
+    auto c = sqlock.start_shell(
+        "exec \"$0\" run k/closed -- sh -c "
+        "'for f in 0 2; do readlink /proc/$PPID/fd/$f; readlink /proc/$$/fd/$f || echo closed; done' 0<&- 2>&-");
+    std::vector<std::string> out;
+    while (auto line = c.read_line(15s)) out.push_back(*line);
+    CHECK(c.wait(10s) == 0);
+    CHECK(out == std::vector<std::string>(4, "/dev/null"));
+}
+
+CLI_TEST("closed stdin and stderr are /dev/null, never a database connection", closed_stdio_is_dev_null)
+
+void stopped_program_still_stops(const test::backend_base& db) {
+    // A stopped PROGRAM (SIGSTOP, or SIGTTIN from a read in the background)
+    // does not act on a signal until it is continued: sqlock waited for it
+    // forever, holding the lock. Like a shell's `kill` of a stopped job,
+    // SIGCONT follows.
+    cli sqlock(db);
+    auto stopped_program = [](test::child& holder) {
+        const auto pid = holder.read_line(10s);
+        REQUIRE(pid);
+        const pid_t program = std::stoi(*pid);
+        REQUIRE(::kill(program, SIGSTOP) == 0);
+        REQUIRE(test::eventually([&] {
+            std::ifstream in("/proc/" + std::to_string(program) + "/stat");
+            std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+            const auto close = stat.rfind(')');
+            return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'T';
+        }));
+    };
+    auto holder = hold(sqlock, {}, "k/stopped", "echo held; echo $$; while :; do sleep 0.05; done");
+    stopped_program(holder);
+    holder.signal(SIGTERM);
+    CHECK(holder.wait(10s) == 128 + SIGTERM);
+    CHECK_FALSE(db.open().inspect("k/stopped").held);
+    // The guardian's SIGTERM after a loss too: a PROGRAM that ends on it
+    // does, long before the SIGKILL.
+    auto polite = hold(sqlock, {"--lease", "6s", "--kill-after", "1h"}, "k/stopped",
+                       "trap 'echo term; exit 0' TERM; echo held; echo $$; while :; do sleep 0.05; done");
+    stopped_program(polite);
+    CHECK(sqlock({"release", "--force", "k/stopped"}).status == 0);
+    CHECK(test::line_or_eof(polite.read_line(10s)) == "term");
+    CHECK(polite.wait(10s) == 70);
+}
+
+CLI_TEST("a stopped PROGRAM is continued after SIGTERM, so it ends", stopped_program_still_stops)
+
+void more_signals_reach_program(const test::backend_base& db) {
+    // SIGUSR1, SIGUSR2, SIGQUIT and SIGALRM ended sqlock, and PROGRAM then
+    // got SIGKILL from its guardian: they are PROGRAM's to handle.
+    // Started through env(1): a shell cannot trap a signal ignored at its
+    // start, and the test may run with SIGQUIT ignored.
+    cli sqlock(db);
+    auto holder = sqlock.start_shell(
+        "exec env --default-signal \"$0\" run k/usr -- sh -c 'ulimit -c 0; "
+        "for s in USR1 USR2 QUIT ALRM; do trap \"echo $s\" $s; done; echo held; while :; do sleep 0.05; done'");
+    REQUIRE(test::line_or_eof(holder.read_line(15s)) == "held");
+    for (auto [sig, name] : {std::pair{SIGUSR1, "USR1"}, {SIGUSR2, "USR2"}, {SIGQUIT, "QUIT"}, {SIGALRM, "ALRM"}}) {
+        CAPTURE(name);
+        holder.signal(sig);
+        CHECK(test::line_or_eof(holder.read_line(10s)) == std::string(name));
+    }
+    CHECK(db.open().inspect("k/usr").held);
+    holder.signal(SIGTERM);
+    CHECK(holder.wait(10s) == 128 + SIGTERM);
+    CHECK_FALSE(db.open().inspect("k/usr").held);
+}
+
+CLI_TEST("SIGUSR1, SIGUSR2, SIGQUIT and SIGALRM reach PROGRAM", more_signals_reach_program)
+
+void nested_runs_see_only_their_own_lease(const test::backend_base& db) {
+    // An inner `sqlock run` replaced only the variables it set itself: its
+    // PROGRAM saw the outer run's --also keys and ledger run as its own.
+    cli sqlock(db);
+    const std::string show =
+        "echo \"$SQLOCK_KEY|${SQLOCK_KEY_COUNT-unset}|${SQLOCK_KEY_2-unset}|${SQLOCK_TOKEN_1+token}|"
+        "${SQLOCK_JOB-unset}|${SQLOCK_RUN_KEY-unset}|${SQLOCK_ATTEMPT-unset}|${SQLOCK_URL:+url}\"";
+    auto r = sqlock({"run", "k/outer", "--also", "k/outer2", "--", SQLOCK_CLI, "run", "k/inner", "--", "sh", "-c", show});
+    CHECK(r.status == 0);
+    CHECK(r.out == "k/inner|unset|unset||unset|unset|unset|url\n");
+    r = sqlock({"run", "--run-key", "r1", "outer-job", "--", SQLOCK_CLI, "run", "k/inner", "--", "sh", "-c", show});
+    CHECK(r.status == 0);
+    CHECK(r.out == "k/inner|unset|unset||unset|unset|unset|url\n");
+    // The outer run's own PROGRAM still sees everything.
+    r = sqlock({"run", "k/outer", "--also", "k/outer2", "--", "sh", "-c", show});
+    CHECK(r.out == "k/outer|2|k/outer2|token|unset|unset|unset|url\n");
+}
+
+CLI_TEST("a nested run's PROGRAM sees only its own lease's variables", nested_runs_see_only_their_own_lease)
+
+void script_without_shebang_runs_with_sh(const test::backend_base& db) {
+    // execve() refuses a script without "#!" (ENOEXEC): it was exit 126,
+    // where flock(1) (execvp) and every shell run it with /bin/sh.
+    cli sqlock(db);
+    test::temp_dir dir;
+    const auto script = dir.path / "no-shebang";
+    std::ofstream(script) << "echo \"hi $1 $#\"\n";
+    std::filesystem::permissions(script, std::filesystem::perms::owner_all);
+    auto r = sqlock({"run", "k/script", "--", script.string(), "there", "x"});
+    CHECK(r.status == 0);
+    CHECK(r.out == "hi there 2\n");
+    CHECK(r.err.empty());
+    // Not executable, or missing: still 126 and 127, nothing run.
+    std::filesystem::permissions(script, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+    r = sqlock({"run", "k/script", "--", script.string()});
+    CHECK(r.status == 126);
+    CHECK(r.out.empty());
+    CHECK(r.one_line_message());
+    r = sqlock({"run", "k/script", "--", (dir.path / "missing").string()});
+    CHECK(r.status == 127);
+    CHECK(r.one_line_message());
+}
+
+CLI_TEST("a script without #! runs with /bin/sh", script_without_shebang_runs_with_sh)
+
+void default_kill_after_ends_program_inside_the_lease(const test::backend_base& db) {
+    // The default --kill-after was 10 s, past the safety margin (a tenth of
+    // the lease): a PROGRAM ignoring SIGTERM under a frozen sqlock still ran
+    // when the database granted the key to the next owner. The default is
+    // half the margin now.
+    cli sqlock(db);
+    auto holder = hold(sqlock, {"--lease", "10s"}, "k/strict",
+                       "trap '' TERM; echo held; echo $$; while :; do sleep 0.1; done");
+    const auto pid = holder.read_line(10s);
+    REQUIRE(pid);
+    const pid_t program = std::stoi(*pid);
+    holder.signal(SIGSTOP);
+    auto client = db.open();
+    std::optional<sqlock::lease> next;
+    const auto until = std::chrono::steady_clock::now() + 30s;
+    while (!next && std::chrono::steady_clock::now() < until) {
+        next = client.try_acquire("k/strict");
+        if (!next) std::this_thread::sleep_for(20ms);
+    }
+    REQUIRE(next);
+    // Gone, or a zombie: its parent sqlock is stopped and cannot reap it.
+    std::ifstream in("/proc/" + std::to_string(program) + "/stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto close = stat.rfind(')');
+    CHECK((stat.empty() || (close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'Z')));
+    holder.signal(SIGCONT);
+    CHECK(holder.wait(10s) == 70);
+}
+
+CLI_TEST("by default PROGRAM is killed before the database can grant its key to another owner",
+         default_kill_after_ends_program_inside_the_lease)
+
 
 // /proc/PID/cmdline is readable by every user of the machine, for as long as
 // `sqlock run` holds its key. PostgreSQL's test server trusts loopback, so a

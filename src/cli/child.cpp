@@ -32,11 +32,39 @@ extern char** environ;
 namespace sqlock::cli {
 namespace {
 
+// The signals sqlock's parent had set to SIG_IGN (recorded by startup()): it
+// survives exec, and libraries change dispositions later (libmariadb ignores
+// SIGPIPE).
+sigset_t& ignored_at_start() {
+    static sigset_t set;
+    return set;
+}
+
+// The signals that would end sqlock and are PROGRAM's to act on (SIGKILL
+// aside, which the guardian answers). Not SIGWINCH: the terminal's
+// foreground group gets it from the kernel. Those ignored at start stay
+// ignored, as they would for PROGRAM run by a shell or flock(1): `nohup
+// sqlock run ...` is not ended by a SIGHUP.
 sigset_t relayed_signals() {
     sigset_t set;
     sigemptyset(&set);
-    for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&set, s);
+    for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM})
+        if (!sigismember(&ignored_at_start(), s)) sigaddset(&set, s);
     return set;
+}
+
+// In a forked child before exec: every signal's disposition as sqlock was
+// started with it, SIG_IGN where its parent ignored it and SIG_DFL
+// elsewhere, whatever sqlock or its libraries set since (SIG_IGN survives
+// exec). Async-signal-safe; glibc refuses its own two signals, which stay.
+void restore_start_dispositions() {
+    for (int sig = 1; sig < NSIG; ++sig) {
+        if (sig == SIGKILL || sig == SIGSTOP) continue;
+        struct sigaction sa {};
+        sigemptyset(&sa.sa_mask);
+        sa.sa_handler = sigismember(&ignored_at_start(), sig) ? SIG_IGN : SIG_DFL;
+        ::sigaction(sig, &sa, nullptr);
+    }
 }
 
 // A file descriptor closed on scope exit.
@@ -77,10 +105,23 @@ std::string find_program(const std::string& name) {
     throw spawn_error(exit_status::not_found, "'" + name + "': command not found on PATH");
 }
 
+// What an outer `sqlock run` set for its PROGRAM (see run.cpp): a nested
+// run's PROGRAM sees only its own lease, where the outer --also keys
+// (SQLOCK_KEY_COUNT, SQLOCK_KEY_n) or ledger run would read as its own.
+// Configuration (SQLOCK_URL, SQLOCK_TABLE_PREFIX, ...) is passed on.
+bool outer_lease_variable(std::string_view entry) {
+    const std::string_view name = entry.substr(0, entry.find('='));
+    for (std::string_view set_by_run :
+         {"SQLOCK_KEY", "SQLOCK_TOKEN", "SQLOCK_OWNER", "SQLOCK_JOB", "SQLOCK_RUN_KEY", "SQLOCK_ATTEMPT"})
+        if (name == set_by_run) return true;
+    return name.starts_with("SQLOCK_KEY_") || name.starts_with("SQLOCK_TOKEN_");  // _COUNT, _n
+}
+
 std::vector<std::string> child_environment(const std::vector<std::string>& extra) {
     std::vector<std::string> out;
     for (char** e = environ; *e; ++e) {
         std::string_view entry(*e);
+        if (outer_lease_variable(entry)) continue;
         bool replaced = false;
         for (const auto& x : extra)
             if (entry.substr(0, x.find('=') + 1) == std::string_view(x).substr(0, x.find('=') + 1)) replaced = true;
@@ -132,6 +173,24 @@ void signal_group(pid_t pgid, pid_t program, int sig) {
     ::kill(-pgid, sig);
 }
 
+// A signal asking PROGRAM to end: a stopped process (SIGSTOP, or SIGTTIN from
+// a read in the background) acts on none until it is continued, so SIGCONT
+// follows, as a shell's `kill` of a stopped job does. A running group
+// ignores the SIGCONT. Async-signal-safe too.
+void ask_to_end(pid_t pgid, pid_t program, int sig) {
+    signal_group(pgid, program, sig);
+    signal_group(pgid, program, SIGCONT);
+}
+
+// A relayed signal: one asking to end (not SIGUSR1, SIGUSR2 or SIGALRM, which
+// a stopped PROGRAM may wait to act on) is followed by SIGCONT.
+void relay_signal(pid_t pgid, pid_t program, int sig) {
+    if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT)
+        ask_to_end(pgid, program, sig);
+    else
+        signal_group(pgid, program, sig);
+}
+
 }  // namespace
 
 void signal_relay::main() {
@@ -143,7 +202,7 @@ void signal_relay::main() {
         last_ = sig;
         std::lock_guard lock(mu_);
         if (target_ > 0) {
-            signal_group(target_, program_, sig);
+            relay_signal(target_, program_, sig);
         } else {
             pending_ = sig;
             interrupted_.request_stop();
@@ -155,7 +214,7 @@ void signal_relay::forward_to(pid_t pgid, pid_t program) {
     std::lock_guard lock(mu_);
     target_ = pgid;
     program_ = pgid > 0 ? program : 0;
-    if (pgid > 0 && pending_ != 0) signal_group(pgid, program_, pending_);
+    if (pgid > 0 && pending_ != 0) relay_signal(pgid, program_, pending_);
     pending_ = 0;
 }
 
@@ -200,6 +259,7 @@ std::int64_t lease_clock_ns() {
             const char stopped = 'S';
             ::send(control, &stopped, 1, MSG_NOSIGNAL);
             stop(SIGTERM);
+            stop(SIGCONT);  // a stopped PROGRAM could act on no SIGTERM (ask_to_end)
             kill_at = grace_ns < never - 1 - now ? now + grace_ns : never - 1;  // a huge grace never overflows
         }
         if (now >= kill_at) stop(SIGKILL);
@@ -303,6 +363,29 @@ const std::set<int>& startup_fds() {
     return fds;
 }
 
+void startup() {
+    sigset_t& ignored = ignored_at_start();
+    sigemptyset(&ignored);
+    for (int sig = 1; sig < NSIG; ++sig) {
+        struct sigaction old {};
+        if (::sigaction(sig, nullptr, &old) == 0 && !(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_IGN)
+            sigaddset(&ignored, sig);
+    }
+    // With SIGCHLD ignored the kernel reaps PROGRAM itself: its status is
+    // gone, and waitpid() fails with ECHILD.
+    ::signal(SIGCHLD, SIG_DFL);
+    // cron and some daemons start programs with fd 0, 1 or 2 closed: the
+    // next file opened, a database connection, would take its number, and
+    // sqlock's messages to stderr would go into it. /dev/null takes the
+    // place, for sqlock and PROGRAM alike (which gets it as if given).
+    for (int f = 0; f < 3; ++f) {
+        if (::fcntl(f, F_GETFD) >= 0 || errno != EBADF) continue;
+        const int null = ::open("/dev/null", O_RDWR);  // the lowest free fd: f
+        if (null > 2) ::close(null);
+    }
+    startup_fds();
+}
+
 child_result run_child(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env,
                        const held_by& lease, std::chrono::milliseconds lease_length,
                        std::chrono::milliseconds kill_after, signal_relay& relay) {
@@ -312,6 +395,12 @@ child_result run_child(const std::vector<std::string>& argv, const std::vector<s
     auto args = argv;
     auto env = child_environment(extra_env);
     auto arg_ptrs = pointers(args);
+    // execvp's fallback, which flock(1) and shells have too: a file that
+    // execve() refuses as no executable format (ENOEXEC: a script without
+    // "#!") is run by /bin/sh, with PROGRAM's path and arguments.
+    std::vector<std::string> sh_args{"/bin/sh", path};
+    sh_args.insert(sh_args.end(), argv.begin() + 1, argv.end());
+    auto sh_arg_ptrs = pointers(sh_args);
     auto env_ptrs = pointers(env);
     // Only the fds sqlock was started with go to PROGRAM (its stdin, `3>file`);
     // the database connections and files sqlock opened itself do not.
@@ -382,11 +471,13 @@ child_result run_child(const std::vector<std::string>& argv, const std::vector<s
         if (::getppid() != parent) ::_exit(exit_status::not_found);
         if (tty.foreground()) terminal::hand_to(guardian);
         cloexec_ranges(not_inherited, limit);
+        restore_start_dispositions();  // before the mask lets a signal in
         sigset_t none;
         sigemptyset(&none);
         pthread_sigmask(SIG_SETMASK, &none, nullptr);
         ::execve(path.c_str(), arg_ptrs.data(), env_ptrs.data());
-        const int e = errno;
+        const int e = errno;  // reported, even if /bin/sh cannot be run either
+        if (e == ENOEXEC) ::execve(sh_args[0].c_str(), sh_arg_ptrs.data(), env_ptrs.data());
         [[maybe_unused]] auto n = ::write(exec_error_write.value, &e, sizeof e);
         ::_exit(exit_status::not_found);
     }
@@ -463,7 +554,11 @@ child_result run_child(const std::vector<std::string>& argv, const std::vector<s
         // a loss goes too (below), once PROGRAM itself is reaped.
         if (::getpgid(pid) == pid) own_group = true;
         int wstatus = 0;
-        if (::waitpid(pid, &wstatus, WNOHANG | WUNTRACED) == pid) {
+        const pid_t waited = ::waitpid(pid, &wstatus, WNOHANG | WUNTRACED);
+        // ECHILD: someone reaped PROGRAM (SIGCHLD ignored, which startup()
+        // undoes): its status is gone, and it would be ECHILD forever.
+        if (waited < 0 && errno != EINTR) throw std::runtime_error(std::string("waitpid: ") + std::strerror(errno));
+        if (waited == pid) {
             if (WIFSTOPPED(wstatus)) {
                 // Ctrl-Z (or a read from the terminal while in the background):
                 // stop sqlock too, so the shell sees the job stopped; renewals
@@ -485,7 +580,7 @@ child_result run_child(const std::vector<std::string>& argv, const std::vector<s
             // grace period. Should it be gone, do it from here.
             result.lost = true;
             if (!guardian_alive || !tell_guardian(0)) {
-                signal_group(guardian, pid, SIGTERM);
+                ask_to_end(guardian, pid, SIGTERM);
                 kill_at = after_grace();
             }
         } else if (!result.lost && guardian_alive) {

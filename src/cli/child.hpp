@@ -27,8 +27,8 @@ struct spawn_error : std::runtime_error {
     int status;
 };
 
-// Takes SIGINT, SIGTERM and SIGHUP away from every thread (construct it
-// before any other thread starts) and handles them on a thread of its own:
+// Takes SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 and SIGALRM (those
+// sqlock was not started with ignored) away from every thread (construct it before any other thread starts) and handles them on a thread of its own:
 // while a child runs they go to its process group; before that, the first
 // one requests stop on interrupted() so that a wait for the lock ends.
 class signal_relay {
@@ -64,9 +64,16 @@ struct child_result {
     bool killed = false;     // it outlived the grace period and got SIGKILL
 };
 
-// The file descriptors sqlock started with; call first thing in main(). Only
+// The file descriptors sqlock started with (recorded by startup()). Only
 // these are passed on to PROGRAM; the guardian keeps none of them.
 const std::set<int>& startup_fds();
+
+// Call first thing in main(), before anything opens a file or changes a
+// signal's disposition: records what sqlock was started with (its fds, the
+// signals its parent ignored), sets SIGCHLD to SIG_DFL, so that PROGRAM is
+// not reaped by the kernel before sqlock can wait for it, and opens
+// /dev/null on a closed fd 0, 1 or 2, so that no connection takes its place.
+void startup();
 
 // What PROGRAM runs under: a lease, or a multi-key lease. `stop` is
 // requested when it is lost; deadline() is its local deadline, which moves
@@ -83,7 +90,8 @@ inline held_by held_by_set(const sqlock::multi_lease& m) {
 }
 
 // Runs argv[0] (looked up on PATH unless it contains '/') with extra_env added
-// to sqlock's environment, in a process group of its own. A guardian process
+// to sqlock's environment, in a process group of its own, with the signal
+// dispositions sqlock was started with (startup()). A guardian process
 // in that group stops it when the lease is lost, when the lease's deadline
 // passes while sqlock cannot renew it (frozen), or when sqlock dies: SIGTERM,
 // then SIGKILL after `kill_after` (at once if sqlock died). Returns when the

@@ -39,11 +39,12 @@ struct settings {
     sqlock::durability commits = sqlock::durability::strict;
     bool verbose = false;
     // run
-    std::string key, wait = "0s", lease = "30s", mode = "update", once_per, run_key, kill_after = "10s";
+    std::string key, wait = "0s", lease = "30s", mode = "update", once_per, run_key, kill_after;
     bool fair = false, shared = false;
     std::int64_t permits = 0;  // run --permits N: a permit of semaphore KEY
     std::vector<std::string> also;  // run --also KEY2 ...: KEY and these, all or none
     bool permits_given = false;
+    bool kill_after_given = false;  // else a twentieth of --lease (plan_run)
     int priority = 0, max_attempts = 3, conflict_exit_code = exit_status::busy;
     std::vector<std::string> program;
     bool saw_separator = false;

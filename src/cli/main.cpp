@@ -128,14 +128,19 @@ int dispatch(int argc, char** argv, bool check_only = false) {
     run->add_option("--max-attempts", s.max_attempts, "Ledger runs: attempts per run key (default 3)");
     run->add_option("--conflict-exit-code", s.conflict_exit_code,
                     "Exit status when the key is busy or the run is done (default 75)");
-    run->add_option("--kill-after", s.kill_after, "After a lost lease, SIGKILL this long after SIGTERM (default 10s)");
+    run->add_option("--kill-after", s.kill_after,
+                    "After a lost lease, SIGKILL this long after SIGTERM (default: a twentieth of --lease, half "
+                    "the safety margin, so PROGRAM is gone before the lease ends in the database)")
+        ->each([&](const std::string&) { s.kill_after_given = true; });
     run->footer(R"(PROGRAM runs in a process group of its own with SQLOCK_KEY, SQLOCK_TOKEN and
 SQLOCK_OWNER set (ledger runs add SQLOCK_JOB, SQLOCK_RUN_KEY, SQLOCK_ATTEMPT;
 --also adds SQLOCK_KEY_COUNT and SQLOCK_KEY_n, SQLOCK_TOKEN_n for n = 1.. in
 key order).
-SIGINT, SIGTERM and SIGHUP are passed on to it. If the lease is lost, or its
-deadline passes while sqlock is frozen, the group gets SIGTERM, then SIGKILL
-after --kill-after, and sqlock exits 70; if sqlock is killed, SIGKILL at once.)");
+SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 and SIGALRM are passed on to
+it; it starts with the signal dispositions sqlock was started with (one
+ignored then is not passed on). If the lease is lost, or its deadline passes
+while sqlock is frozen, the group gets SIGTERM, then SIGKILL after
+--kill-after, and sqlock exits 70; if sqlock is killed, SIGKILL at once.)");
 
     auto* status = app.add_subcommand("status", "Held locks, waiters and recent job runs");
     auto* status_prefix = status->add_option("KEY-PREFIX", s.prefix, "Only keys (and job names) starting with this");
@@ -260,7 +265,7 @@ int flushed(int status) {
 
 int main(int argc, char** argv) {
     using namespace sqlock;
-    cli::startup_fds();  // before anything opens a file
+    cli::startup();  // before anything opens a file or changes a signal's disposition
     try {
         return flushed(cli::dispatch(argc, argv));
     } catch (const cli::exit_with& e) {

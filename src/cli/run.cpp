@@ -47,9 +47,15 @@ run_plan plan_run(const settings& s) {
     run_plan plan{.lease_mode = parse_mode(s.mode),
                   .lease = duration_option("--lease", s.lease),
                   .wait = duration_option("--wait", s.wait),
-                  .kill_after = duration_option("--kill-after", s.kill_after),
+                  .kill_after = s.kill_after_given ? duration_option("--kill-after", s.kill_after)
+                                                   : std::chrono::milliseconds(0),
                   .ledger = !s.once_per.empty() || !s.run_key.empty()};
     if (plan.lease.count() <= 0) usage("--lease must be longer than zero");
+    // The guardian's SIGTERM comes at the lease's local deadline, a safety
+    // margin (a tenth of the lease) before its expiry in the database: a
+    // SIGKILL half the margin later ends even a PROGRAM that ignores SIGTERM
+    // before the key can be granted to anyone else.
+    if (!s.kill_after_given) plan.kill_after = plan.lease / 20;
     // The library's own bounds, checked here too: exit 64 even when the
     // database is away, before an SQLite file is created.
     if (plan.lease > max_duration)
