@@ -28,7 +28,8 @@ struct spawn_error : std::runtime_error {
 };
 
 // Takes SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 and SIGALRM (those
-// sqlock was not started with ignored) away from every thread (construct it before any other thread starts) and handles them on a thread of its own:
+// sqlock was not started with ignored) away from every thread (construct it
+// before any other thread starts) and handles them on a thread of its own:
 // while a child runs they go to its process group; before that, the first
 // one requests stop on interrupted() so that a wait for the lock ends.
 class signal_relay {
