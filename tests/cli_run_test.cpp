@@ -429,6 +429,32 @@ void run_key_retries_failures(const test::backend_base& db) {
 
 CLI_TEST("--run-key: a failed run is retried by a later call, a finished one is not", run_key_retries_failures)
 
+void program_not_found_uses_no_attempt(const test::backend_base& db) {
+    // PROGRAM was looked up after the run was claimed: a typo was recorded as
+    // a failed attempt, and with --max-attempts 1 the corrected command then
+    // found the run key failed for good (exit 75, "no attempts left").
+    cli sqlock(db);
+    auto r = sqlock({"run", "--run-key", "r1", "--max-attempts", "1", "typo", "--", "no-such-program-sqlock"});
+    CHECK(r.status == 127);
+    CHECK(r.one_line_message());
+    r = sqlock({"run", "--run-key", "r1", "--max-attempts", "1", "typo", "--", "/nonexistent/sqlock-program"});
+    CHECK(r.status == 127);
+    CHECK(nlohmann::json::parse(sqlock({"runs", "--json"}).out).empty());  // nothing claimed, nothing recorded
+    r = sqlock({"run", "--run-key", "r1", "--max-attempts", "1", "typo", "--", "sh", "-c", "echo ran"});
+    CHECK(r.status == 0);
+    CHECK(r.out == "ran\n");
+    // Nor does a plain run wait for a key it could not run PROGRAM under: it
+    // ends while the holder still holds the key (it waited for the release).
+    auto holder = hold(sqlock, {}, "k/typo", "sleep 30");
+    r = sqlock({"run", "--wait", "60s", "k/typo", "--", "no-such-program-sqlock"});
+    CHECK(r.status == 127);
+    CHECK(db.open().inspect("k/typo").held);
+    holder.signal(SIGTERM);
+    CHECK(holder.wait(10s) == 128 + SIGTERM);
+}
+
+CLI_TEST("a PROGRAM that is not found is exit 127 before the lock: no attempt used, no wait", program_not_found_uses_no_attempt)
+
 void fds_and_terminal(const test::backend_base& db) {
     cli sqlock(db);
     // The database connections are open while PROGRAM runs; it sees none.

@@ -193,6 +193,17 @@ void relay_signal(pid_t pgid, pid_t program, int sig) {
 
 }  // namespace
 
+void check_program(const std::string& name) {
+    const std::string path = find_program(name);
+    if (name.find('/') == std::string::npos) return;  // found on PATH, as an executable file
+    // A path is taken as given by find_program and tried by execve: look
+    // now, so that it fails as execve would (127 missing, 126 not runnable).
+    if (::access(path.c_str(), F_OK) != 0)
+        throw spawn_error(exit_status::not_found, "cannot run '" + path + "': " + std::strerror(errno));
+    if (!executable(path))
+        throw spawn_error(exit_status::cannot_execute, "cannot run '" + path + "': " + std::strerror(EACCES));
+}
+
 void signal_relay::main() {
     const sigset_t set = relayed_signals();
     const timespec tick{0, 50'000'000};

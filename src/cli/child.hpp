@@ -27,6 +27,11 @@ struct spawn_error : std::runtime_error {
     int status;
 };
 
+// Throws spawn_error when PROGRAM `name` cannot be run (not found on PATH, a
+// path that is missing or not an executable file), with the status run_child
+// would give: called before any lock is taken or ledger run claimed.
+void check_program(const std::string& name);
+
 // Takes SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 and SIGALRM (those
 // sqlock was not started with ignored) away from every thread (construct it
 // before any other thread starts) and handles them on a thread of its own:

@@ -273,6 +273,15 @@ int run_job(client& db, const settings& s, const run_plan& plan, signal_relay& r
 
 int command_run(const settings& s) {
     const run_plan plan = plan_run(s);
+    // PROGRAM is looked up before the lock is taken: a typo is exit 126 or
+    // 127 without waiting for a busy key, and for a ledger run without using
+    // up one of --max-attempts (a PROGRAM not found was a failed attempt,
+    // with --max-attempts 1 the run key's last).
+    try {
+        check_program(s.program.at(0));
+    } catch (const spawn_error& e) {
+        throw exit_with{e.status, e.what()};
+    }
     signal_relay relay;  // before the client starts its threads, so they never see these signals
     auto db = open_client(s, spdlog::level::err, true);
     try {
