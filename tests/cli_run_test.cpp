@@ -219,15 +219,21 @@ CLI_TEST("a lost lease stops PROGRAM: SIGTERM, SIGKILL after --kill-after, exit 
 
 namespace {
 
+// The state letter of process `pid` in /proc/PID/stat (R, S, T, Z, ...);
+// '\0' when there is no such process.
+char process_state(pid_t pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto close = stat.rfind(')');
+    return close != std::string::npos && close + 2 < stat.size() ? stat[close + 2] : '\0';
+}
+
 // Whether process `pid` ends within 10 s (gone, or a zombie its parent has
 // not reaped yet: a killed orphan waits for whichever process adopts it).
 bool ends(pid_t pid) {
     return test::eventually([&] {
         if (::kill(pid, 0) != 0) return errno == ESRCH;
-        std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-        std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-        const auto close = stat.rfind(')');
-        return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'Z';
+        return process_state(pid) == 'Z';
     }, 10s);
 }
 
@@ -332,11 +338,8 @@ TEST_CASE("sqlock run does not start PROGRAM under a lease its grant outlived") 
 
 // Running, and not a zombie nobody reaped.
 bool running(pid_t pid) {
-    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-    std::string line;
-    if (!std::getline(stat, line)) return false;
-    const auto close = line.rfind(')');
-    return close != std::string::npos && line.size() > close + 2 && line[close + 2] != 'Z';
+    const char state = process_state(pid);
+    return state != '\0' && state != 'Z';
 }
 
 void program_never_outlives_lease(const test::backend_base& db) {
@@ -606,12 +609,7 @@ void stopped_program_still_stops(const test::backend_base& db) {
         REQUIRE(pid);
         const pid_t program = std::stoi(*pid);
         REQUIRE(::kill(program, SIGSTOP) == 0);
-        REQUIRE(test::eventually([&] {
-            std::ifstream in("/proc/" + std::to_string(program) + "/stat");
-            std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-            const auto close = stat.rfind(')');
-            return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'T';
-        }));
+        REQUIRE(test::eventually([&] { return process_state(program) == 'T'; }));
     };
     auto holder = hold(sqlock, {}, "k/stopped", "echo held; echo $$; while :; do sleep 0.05; done");
     stopped_program(holder);
@@ -719,10 +717,8 @@ void default_kill_after_ends_program_inside_the_lease(const test::backend_base& 
     }
     REQUIRE(next);
     // Gone, or a zombie: its parent sqlock is stopped and cannot reap it.
-    std::ifstream in("/proc/" + std::to_string(program) + "/stat");
-    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const auto close = stat.rfind(')');
-    CHECK((stat.empty() || (close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'Z')));
+    const char state = process_state(program);
+    CHECK((state == '\0' || state == 'Z'));
     holder.signal(SIGCONT);
     CHECK(holder.wait(10s) == 70);
 }
