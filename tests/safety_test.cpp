@@ -144,6 +144,13 @@ void check_loss_signals_while_unreachable(const test::backend_base& db, const st
     CHECK(again.token() > old_token);
 }
 
+// The port of a test server URL, postgresql://USER@127.0.0.1:PORT/DB (or mysql://).
+int port_of(const std::string& url) {
+    const auto at = url.find('@');
+    const auto colon = url.find(':', at);
+    return std::stoi(url.substr(colon + 1, url.find('/', colon) - colon - 1));
+}
+
 // Thaws the server when the test leaves, whatever happened.
 struct server_thaws {
     std::string name;
@@ -1601,12 +1608,6 @@ private:
     std::thread thread_;
 };
 
-int port_in(const std::string& url) {
-    const auto at = url.find('@');
-    const auto colon = url.find(':', at);
-    return std::stoi(url.substr(colon + 1, url.find('/', colon) - colon - 1));
-}
-
 // PQcancel connects to the server and waits for its answer, which a frozen
 // server never sends; it ran under the canceller's mutex, which every
 // statement's arm() takes, so one statement stuck on a frozen old primary
@@ -1616,7 +1617,7 @@ int port_in(const std::string& url) {
 TEST_CASE_TEMPLATE("a cancel stuck on a frozen server does not hold up statements on another", Db, test::postgres_db) {
     Db db;
     const std::string url = db.url();
-    const int port = port_in(url);
+    const int port = port_of(url);
     freezable_relay relay(port);
     // postgresql://USER@127.0.0.1:PORT/DB, as scripts/test-servers.sh writes it.
     const auto user = url.substr(url.find("://") + 3, url.find('@') - url.find("://") - 3);
@@ -1673,12 +1674,6 @@ private:
     }
     bool healed_ = false;
 };
-
-int port_of(const std::string& url) {
-    const auto at = url.find('@');
-    const auto colon = url.find(':', at);
-    return std::stoi(url.substr(colon + 1, url.find('/', colon) - colon - 1));
-}
 
 TEST_CASE_TEMPLATE("loss is signalled by the deadline while the network drops every packet", Db, SERVER_BACKENDS) {
     if (!std::getenv("SQLOCK_TEST_NETNS")) {
